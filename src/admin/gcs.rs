@@ -1,0 +1,165 @@
+//! Google Cloud Storage through its JSON API: upload (`uploadType=media`) and download
+//! (`alt=media`). Credentials: the request's service-account key file (base64) signs an RS256
+//! assertion posted to its `token_uri` (jwt-bearer), and the access token goes along as a bearer.
+//! With `STORAGE_EMULATOR_HOST` set (the convention of Google's client libraries) the emulator
+//! is used without credentials.
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+use serde::Deserialize;
+
+use super::data::GcsTarget;
+use crate::api::error::ApiResult;
+use crate::api::{ApiError, Code};
+use crate::config::Settings;
+
+#[derive(Debug, Clone, Deserialize)]
+struct ServiceAccount {
+    client_email: String,
+    private_key: String,
+    #[serde(default)]
+    private_key_id: String,
+    token_uri: String,
+}
+
+pub struct Bucket {
+    base: String,
+    bucket: String,
+    path: String,
+    account: Option<ServiceAccount>,
+    client: reqwest::Client,
+}
+
+/// Largest object an import reads.
+const MAX_OBJECT: usize = 512 * 1024 * 1024;
+const SCOPE: &str = "https://www.googleapis.com/auth/devstorage.read_write";
+
+fn unavailable(msg: impl Into<String>) -> ApiError {
+    ApiError::new(Code::Unavailable, msg)
+}
+
+impl Bucket {
+    pub fn from_target(settings: &Settings, t: &GcsTarget, field: &str) -> ApiResult<Bucket> {
+        if t.bucket.trim().is_empty() || t.bucket.len() > 222 {
+            return Err(ApiError::invalid(format!("invalid {field}.bucket: a bucket name is required")));
+        }
+        if t.path.trim().is_empty() || t.path.len() > 1024 {
+            return Err(ApiError::invalid(format!("invalid {field}.path: an object path is required")));
+        }
+        let account = match t.serviceaccount_json.trim() {
+            "" => None,
+            raw => {
+                let bytes = STANDARD
+                    .decode(raw)
+                    .or_else(|_| URL_SAFE.decode(raw))
+                    .map_err(|_| ApiError::invalid(format!("invalid {field}.serviceaccount_json: not base64")))?;
+                let sa: ServiceAccount = serde_json::from_slice(&bytes).map_err(|e| {
+                    ApiError::invalid(format!(
+                        "invalid {field}.serviceaccount_json: not a service-account key file ({e})"
+                    ))
+                })?;
+                jsonwebtoken::EncodingKey::from_rsa_pem(sa.private_key.as_bytes()).map_err(|_| {
+                    ApiError::invalid(format!(
+                        "invalid {field}.serviceaccount_json: private_key is not an RSA key in PEM"
+                    ))
+                })?;
+                Some(sa)
+            }
+        };
+        let (base, account) = match &settings.gcs_emulator {
+            Some(emulator) => (emulator.clone(), None),
+            None => {
+                if account.is_none() {
+                    return Err(ApiError::invalid(format!(
+                        "invalid {field}.serviceaccount_json: credentials are required"
+                    )));
+                }
+                (settings.gcs_endpoint.clone(), account)
+            }
+        };
+        let client = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(600))
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .build()
+            .map_err(ApiError::internal)?;
+        Ok(Bucket { base, bucket: t.bucket.trim().to_string(), path: t.path.trim().to_string(), account, client })
+    }
+
+    /// An access token from the service account (none for an emulator).
+    async fn token(&self) -> ApiResult<Option<String>> {
+        let Some(sa) = &self.account else { return Ok(None) };
+        #[allow(clippy::disallowed_methods)]
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let claims = serde_json::json!({
+            "iss": sa.client_email, "scope": SCOPE, "aud": sa.token_uri, "iat": now, "exp": now + 3600,
+        });
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+        if !sa.private_key_id.is_empty() {
+            header.kid = Some(sa.private_key_id.clone());
+        }
+        let key = jsonwebtoken::EncodingKey::from_rsa_pem(sa.private_key.as_bytes()).map_err(ApiError::internal)?;
+        let assertion = jsonwebtoken::encode(&header, &claims, &key).map_err(ApiError::internal)?;
+        let r = self
+            .client
+            .post(&sa.token_uri)
+            .form(&[("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion.as_str())])
+            .send()
+            .await
+            .map_err(|e| unavailable(format!("the token endpoint of the service account is unreachable: {e}")))?;
+        if !r.status().is_success() {
+            return Err(ApiError::denied(format!(
+                "the service account was refused a token (HTTP {})",
+                r.status().as_u16()
+            )));
+        }
+        #[derive(Deserialize)]
+        struct Token {
+            access_token: String,
+        }
+        let t: Token = r.json().await.map_err(|e| unavailable(format!("the token endpoint answered badly: {e}")))?;
+        Ok(Some(t.access_token))
+    }
+
+    fn check(&self, status: reqwest::StatusCode) -> ApiResult<()> {
+        match status.as_u16() {
+            200..=299 => Ok(()),
+            401 | 403 => {
+                Err(ApiError::denied(format!("access to bucket {} was denied (HTTP {})", self.bucket, status.as_u16())))
+            }
+            404 => Err(ApiError::not_found(format!("bucket {} or object {} not found", self.bucket, self.path))),
+            s => Err(unavailable(format!("the storage service answered HTTP {s}"))),
+        }
+    }
+
+    fn object(&self) -> String {
+        form_urlencoded::byte_serialize(self.path.as_bytes()).collect()
+    }
+
+    pub async fn upload(&self, body: &[u8]) -> ApiResult<()> {
+        let token = self.token().await?;
+        let url =
+            format!("{}/upload/storage/v1/b/{}/o?uploadType=media&name={}", self.base, self.bucket, self.object());
+        let mut req = self.client.post(url).header("content-type", "application/json").body(body.to_vec());
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        let r = req.send().await.map_err(|e| unavailable(format!("the bucket is unreachable: {e}")))?;
+        self.check(r.status())
+    }
+
+    pub async fn download(&self) -> ApiResult<Vec<u8>> {
+        let token = self.token().await?;
+        let url = format!("{}/storage/v1/b/{}/o/{}?alt=media", self.base, self.bucket, self.object());
+        let mut req = self.client.get(url);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        let r = req.send().await.map_err(|e| unavailable(format!("the bucket is unreachable: {e}")))?;
+        self.check(r.status())?;
+        if r.content_length().is_some_and(|n| n as usize > MAX_OBJECT) {
+            return Err(ApiError::invalid("the object is larger than 512 MiB"));
+        }
+        let bytes = r.bytes().await.map_err(|e| unavailable(format!("reading the object failed: {e}")))?;
+        Ok(bytes.to_vec())
+    }
+}

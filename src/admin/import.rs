@@ -1,0 +1,331 @@
+//! `POST /admin/v1/import`: organizations with their users, projects, applications, grants,
+//! members and policies, from an export document (`data_orgsv1`, a JSON string), the object the
+//! migration tool writes (`dataOrgs`), or an object in a Google Cloud Storage bucket
+//! (`data_orgsv1_gcs`).
+//!
+//! Each organization is checked as a whole first (every problem is reported, nothing is written
+//! when there is one) and then written in one transaction, so a failing organization stays as it
+//! was while the others go on. Ids are kept. What already exists is left alone and listed under
+//! `skipped`, so importing a document twice changes nothing the second time. `dryRun` does all
+//! of it, including the writes, and rolls every transaction back.
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+
+use super::data::{Document, GcsTarget};
+use super::export::{deadline_error, timeout};
+use super::gcs;
+use super::import_org::{self, Index, Outcome};
+use crate::api::error::ApiResult;
+use crate::api::types::is_false;
+use crate::api::{ApiError, Caller};
+use crate::app::AppState;
+use crate::domain::roles::Permission;
+use crate::management::import::notify;
+use crate::store::fold;
+
+/// Largest request body the import reads (the route's own limit; other routes keep 1 MiB).
+pub const MAX_BODY: usize = 512 * 1024 * 1024;
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ImportRequest {
+    #[serde(rename = "dataOrgs", alias = "data_orgs")]
+    data_orgs: Option<Document>,
+    #[serde(rename = "dataOrgsv1", alias = "data_orgsv1")]
+    data_orgsv1: Option<String>,
+    #[serde(rename = "dataOrgsv1Gcs", alias = "data_orgsv1_gcs", alias = "dataOrgsGcs", alias = "data_orgs_gcs")]
+    gcs: Option<GcsTarget>,
+    timeout: Option<String>,
+    #[serde(rename = "dryRun", alias = "dry_run")]
+    dry_run: bool,
+    // Sources of the platform latch follows that latch does not read.
+    #[serde(
+        rename = "dataOrgsLocal",
+        alias = "data_orgs_local",
+        alias = "dataOrgsv1Local",
+        alias = "data_orgsv1_local"
+    )]
+    local: Option<serde::de::IgnoredAny>,
+    #[serde(rename = "dataOrgsS3", alias = "data_orgs_s3", alias = "dataOrgsv1S3", alias = "data_orgsv1_s3")]
+    s3: Option<serde::de::IgnoredAny>,
+}
+
+/// One problem (in `errors`) or one object left as it was (in `skipped`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportItem {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub id: String,
+    pub message: String,
+}
+
+impl ImportItem {
+    pub fn new(kind: &'static str, id: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { kind, id: id.into(), message: message.into() }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantRef {
+    pub project_id: String,
+    pub user_id: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserLinkRef {
+    pub user_id: String,
+    pub external_user_id: String,
+    pub display_name: String,
+    pub idp_id: String,
+}
+
+/// What one organization received.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SuccessOrg {
+    pub org_id: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub project_ids: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub project_roles: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub oidc_app_ids: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub api_app_ids: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub human_user_ids: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub machine_user_ids: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub user_grants: Vec<GrantRef>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub org_members: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub project_members: Vec<GrantRef>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub user_links: Vec<UserLinkRef>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub domains: Vec<String>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Success {
+    pub orgs: Vec<SuccessOrg>,
+}
+
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportResponse {
+    pub errors: Vec<ImportItem>,
+    pub success: Success,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<ImportItem>,
+    #[serde(skip_serializing_if = "is_false")]
+    pub dry_run: bool,
+}
+
+pub async fn import(State(state): State<AppState>, caller: Caller, body: Bytes) -> ApiResult<Json<ImportResponse>> {
+    caller.require(Permission::IamWrite)?;
+    let req = parse_request(&body)?;
+    drop(body);
+    let r = "ImportDataRequest";
+    let limit = timeout(r, req.timeout.as_deref())?;
+    if req.local.is_some() || req.s3.is_some() {
+        return Err(ApiError::invalid(format!(
+            "invalid {r}: local files and S3 are not sources latch reads; use data_orgsv1, dataOrgs or data_orgsv1_gcs"
+        )));
+    }
+    let sources = [req.data_orgs.is_some(), req.data_orgsv1.is_some(), req.gcs.is_some()];
+    if sources.iter().filter(|s| **s).count() != 1 {
+        return Err(ApiError::invalid(format!(
+            "invalid {r}: set exactly one of data_orgsv1, dataOrgs and data_orgsv1_gcs"
+        )));
+    }
+    let bucket = match &req.gcs {
+        Some(t) => Some(gcs::Bucket::from_target(&state.settings, t, "data_orgsv1_gcs")?),
+        None => None,
+    };
+    let dry_run = req.dry_run;
+    let mut progress = Progress::default();
+    let work = async {
+        let doc = match (req.data_orgs, req.data_orgsv1, bucket) {
+            (Some(doc), _, _) => doc,
+            (_, Some(text), _) => parse_document("data_orgsv1", text.as_bytes())?,
+            (_, _, Some(b)) => parse_document("data_orgsv1_gcs", &b.download().await?)?,
+            _ => unreachable!("exactly one source was checked above"),
+        };
+        run(&state, doc, dry_run, &mut progress).await
+    };
+    match tokio::time::timeout(limit, work).await {
+        Ok(result) => {
+            let (report, notify_ids) = result?;
+            if !notify_ids.is_empty() {
+                tokio::spawn(send_messages(state.clone(), notify_ids));
+            }
+            Ok(Json(report))
+        }
+        Err(_) => {
+            let mut e = deadline_error("import");
+            e.message = if progress.done.is_empty() {
+                format!("{}; no organization was imported", e.message)
+            } else {
+                format!(
+                    "{}; these organizations were imported before it: {} (the one in progress was rolled back)",
+                    e.message,
+                    progress.done.join(", ")
+                )
+            };
+            Err(e)
+        }
+    }
+}
+
+#[derive(Default)]
+struct Progress {
+    done: Vec<String>,
+}
+
+fn json_error(field: &str, e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = e.path().to_string();
+    if path == "." {
+        ApiError::invalid(format!("invalid {field}: {}", e.inner()))
+    } else {
+        ApiError::invalid(format!("invalid {field}: {path}: {}", e.inner()))
+    }
+}
+
+/// Documents written with protobuf field names (`org_id`) go through the key normaliser of the
+/// JSON API; camelCase documents (what latch and the migration tool write) are read directly.
+fn snake_keys(raw: &[u8]) -> bool {
+    memchr_any(raw, b"\"org_id\"") || memchr_any(raw, b"\"human_users\"")
+}
+
+fn memchr_any(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+fn parse_request(body: &[u8]) -> ApiResult<ImportRequest> {
+    if body.iter().all(|b| b.is_ascii_whitespace()) {
+        return Err(ApiError::invalid("invalid ImportDataRequest: the body is empty"));
+    }
+    if snake_keys(body) {
+        return crate::api::json::parse(body);
+    }
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let req: ImportRequest =
+        serde_path_to_error::deserialize(&mut de).map_err(|e| json_error("ImportDataRequest", e))?;
+    de.end().map_err(|e| ApiError::invalid(format!("invalid ImportDataRequest: {e}")))?;
+    Ok(req)
+}
+
+/// Reads an export document: `{"orgs": [...]}`.
+fn parse_document(field: &str, raw: &[u8]) -> ApiResult<Document> {
+    let value_first = snake_keys(raw);
+    let doc: Document = if value_first {
+        let v: serde_json::Value = serde_json::from_slice(raw)
+            .map_err(|e| ApiError::invalid(format!("invalid {field}: not a JSON export document: {e}")))?;
+        serde_path_to_error::deserialize(crate::api::json::normalize(v)).map_err(|e| json_error(field, e))?
+    } else {
+        let mut de = serde_json::Deserializer::from_slice(raw);
+        let doc = serde_path_to_error::deserialize(&mut de).map_err(|e| match e.inner().classify() {
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                ApiError::invalid(format!("invalid {field}: not a JSON export document: {}", e.inner()))
+            }
+            _ => json_error(field, e),
+        })?;
+        de.end().map_err(|e| ApiError::invalid(format!("invalid {field}: {e}")))?;
+        doc
+    };
+    if doc.orgs.is_empty() && !memchr_any(raw, b"\"orgs\"") {
+        return Err(ApiError::invalid(format!("invalid {field}: not an export document: it has no \"orgs\"")));
+    }
+    Ok(doc)
+}
+
+/// Imports every organization of `doc` in order.
+async fn run(
+    state: &AppState,
+    doc: Document,
+    dry_run: bool,
+    progress: &mut Progress,
+) -> ApiResult<(ImportResponse, Vec<String>)> {
+    let mut report = ImportResponse { dry_run, ..ImportResponse::default() };
+    let duplicates = duplicates(&doc);
+    let mut index = {
+        let mut c = state.db.conn().await?;
+        Index::load(&mut c).await?
+    };
+    let mut notify_ids = Vec::new();
+    for (i, org) in doc.orgs.into_iter().enumerate() {
+        let Outcome { success, errors, skipped, notify } =
+            import_org::import(state, i, org, &mut index, &duplicates, dry_run).await?;
+        report.errors.extend(errors);
+        report.skipped.extend(skipped);
+        if let Some(s) = success {
+            progress.done.push(s.org_id.clone());
+            report.success.orgs.push(s);
+            if !dry_run {
+                notify_ids.extend(notify);
+            }
+        }
+    }
+    Ok((report, notify_ids))
+}
+
+/// User names and user ids that occur more than once in the document: every occurrence after
+/// the first, as (organization index, user id) -> what it repeats.
+pub type Duplicates = HashMap<(usize, String), String>;
+
+fn duplicates(doc: &Document) -> Duplicates {
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut ids: HashMap<&str, ()> = HashMap::new();
+    let mut out = Duplicates::new();
+    for (i, org) in doc.orgs.iter().enumerate() {
+        let humans = org.human_users.iter().map(|u| (u.user_id.as_str(), u.user.user_name.as_str()));
+        let machines = org.machine_users.iter().map(|u| (u.user_id.as_str(), u.user.user_name.as_str()));
+        for (id, name) in humans.chain(machines) {
+            let key = fold(name.trim());
+            if ids.insert(id, ()).is_some() && !id.is_empty() {
+                out.insert((i, id.to_string()), format!("the user id '{id}' occurs more than once in the document"));
+            } else if let Some(first) = names.get(&key).filter(|_| !key.is_empty()) {
+                out.insert(
+                    (i, id.to_string()),
+                    format!(
+                        "the user name '{}' occurs more than once in the document (also user {first})",
+                        name.trim()
+                    ),
+                );
+            } else {
+                names.insert(key, id.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// SPEC.md 4.11 for every imported human user, after the import answered: a verification code
+/// when the address is not verified, an initial-password code when no password is set.
+async fn send_messages(state: AppState, user_ids: Vec<String>) {
+    let mut failed = 0usize;
+    for id in &user_ids {
+        let sent = match state.db.conn().await {
+            Ok(mut c) => notify(&state, &mut c, id).await.is_ok(),
+            Err(_) => false,
+        };
+        if !sent {
+            failed += 1;
+        }
+    }
+    if failed > 0 {
+        tracing::warn!(users = user_ids.len(), failed, "some messages of an import could not be sent");
+    } else {
+        tracing::info!(users = user_ids.len(), "messages of an import sent");
+    }
+}

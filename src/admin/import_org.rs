@@ -1,0 +1,853 @@
+//! One organization of an import: read what the target already has, check the organization's
+//! part of the document against it (collecting every problem), then write it in one transaction.
+
+use std::collections::{HashMap, HashSet};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+
+use super::data::*;
+use super::import::{Duplicates, GrantRef, ImportItem, SuccessOrg, UserLinkRef};
+use crate::api::error::ApiResult;
+use crate::api::{ApiError, Code};
+use crate::app::AppState;
+use crate::domain::enums::{
+    ApiAuthMethod, AppState as AppLifecycle, OidcAuthMethod, OrgState, ProjectState, UserGrantState, UserState,
+};
+use crate::domain::roles::{ORG_ROLES, PROJECT_ROLES};
+use crate::domain::settings::{LockoutPolicy, LoginPolicy, PasswordComplexityPolicy};
+use crate::domain::validate;
+use crate::management::import::prepare;
+use crate::management::members::check_roles;
+use crate::management::orgs::generated_domain;
+use crate::store::app::{self, App, AppKind};
+use crate::store::member::{self, Scope};
+use crate::store::org::{self, OrgDomain};
+use crate::store::project::{self, Project, ProjectRole, UserGrant};
+use crate::store::user::{self, IdpLink, Kind, Machine, User};
+use crate::store::{Conn, StoreError, fold, setting};
+
+/// At most this many problems are listed per organization.
+const MAX_ERRORS: usize = 100;
+
+/// The users of the instance by user name key and by id (one query for the whole import).
+pub struct Index {
+    by_name: HashMap<String, (String, String)>,
+    org_of: HashMap<String, String>,
+}
+
+impl Index {
+    pub async fn load(c: &mut Conn) -> ApiResult<Index> {
+        let rows = user::all_names(c).await?;
+        let mut by_name = HashMap::with_capacity(rows.len());
+        let mut org_of = HashMap::with_capacity(rows.len());
+        for (key, id, org) in rows {
+            org_of.insert(id.clone(), org.clone());
+            by_name.insert(key, (id, org));
+        }
+        Ok(Index { by_name, org_of })
+    }
+
+    fn add(&mut self, u: &User) {
+        self.org_of.insert(u.user_id.clone(), u.org_id.clone());
+        self.by_name.insert(fold(&u.username), (u.user_id.clone(), u.org_id.clone()));
+    }
+}
+
+/// The result of one organization.
+#[derive(Default)]
+pub struct Outcome {
+    pub success: Option<SuccessOrg>,
+    pub errors: Vec<ImportItem>,
+    pub skipped: Vec<ImportItem>,
+    /// Users who get a message (SPEC.md 4.11) once the import is committed.
+    pub notify: Vec<String>,
+}
+
+/// What the target already has of the organization.
+#[derive(Default)]
+struct Existing {
+    org: Option<org::Org>,
+    domains: HashSet<String>,
+    has_login: bool,
+    has_lockout: bool,
+    has_complexity: bool,
+    projects: HashSet<String>,
+    roles: HashSet<(String, String)>,
+    apps: HashSet<String>,
+    grants: HashSet<(String, String)>,
+    org_members: HashSet<String>,
+    project_members: HashSet<(String, String)>,
+}
+
+async fn existing(c: &mut Conn, org_id: &str) -> ApiResult<Existing> {
+    let Some(o) = org::get(c, org_id).await? else { return Ok(Existing::default()) };
+    let projects: Vec<Project> = project::list_by_org(c, org_id).await?;
+    let mut project_members = HashSet::new();
+    for p in &projects {
+        for m in member::list(c, Scope::Project, &p.project_id).await? {
+            project_members.insert((p.project_id.clone(), m.user_id));
+        }
+    }
+    Ok(Existing {
+        org: Some(o),
+        domains: org::domains(c, org_id).await?.into_iter().map(|d| d.domain).collect(),
+        has_login: setting::load::<LoginPolicy>(c, org_id).await?.times.is_some(),
+        has_lockout: setting::load::<LockoutPolicy>(c, org_id).await?.times.is_some(),
+        has_complexity: setting::load::<PasswordComplexityPolicy>(c, org_id).await?.times.is_some(),
+        projects: projects.into_iter().map(|p| p.project_id).collect(),
+        roles: project::roles_by_org(c, org_id).await?.into_iter().map(|r| (r.project_id, r.role_key)).collect(),
+        apps: app::list_by_org(c, org_id).await?.into_iter().map(|a| a.app_id).collect(),
+        grants: project::grants_by_org(c, org_id).await?.into_iter().map(|g| (g.user_id, g.project_id)).collect(),
+        org_members: member::list(c, Scope::Org, org_id).await?.into_iter().map(|m| m.user_id).collect(),
+        project_members,
+    })
+}
+
+/// Everything to write for one organization.
+#[derive(Default)]
+struct Plan {
+    new_org: Option<(String, OrgState)>,
+    generate_domain: bool,
+    domains: Vec<OrgDomain>,
+    login: Option<LoginPolicy>,
+    lockout: Option<LockoutPolicy>,
+    complexity: Option<PasswordComplexityPolicy>,
+    projects: Vec<Project>,
+    roles: Vec<ProjectRole>,
+    apps: Vec<App>,
+    users: Vec<User>,
+    links: Vec<(String, IdpLink)>,
+    grants: Vec<UserGrant>,
+    org_members: Vec<(String, Vec<String>)>,
+    project_members: Vec<(String, String, Vec<String>)>,
+}
+
+/// Collects the problems and the objects left alone while checking.
+struct Check<'a> {
+    org_id: &'a str,
+    errors: Vec<ImportItem>,
+    skipped: Vec<ImportItem>,
+}
+
+impl Check<'_> {
+    fn fail(&mut self, kind: &'static str, id: &str, message: impl Into<String>) {
+        if self.errors.len() < MAX_ERRORS {
+            let id = if id.is_empty() { self.org_id } else { id };
+            self.errors.push(ImportItem::new(kind, id, message));
+        }
+    }
+
+    fn skip(&mut self, kind: &'static str, id: impl Into<String>) {
+        self.skipped.push(ImportItem::new(kind, id, "already exists; left as it is"));
+    }
+
+    fn check(&mut self, kind: &'static str, id: &str, r: ApiResult<()>) -> bool {
+        match r {
+            Ok(()) => true,
+            Err(e) => {
+                self.fail(kind, id, e.message);
+                false
+            }
+        }
+    }
+}
+
+pub async fn import(
+    state: &AppState,
+    index_in_doc: usize,
+    d: DataOrg,
+    index: &mut Index,
+    duplicates: &Duplicates,
+    dry_run: bool,
+) -> ApiResult<Outcome> {
+    let org_id = d.org_id.trim().to_string();
+    let mut ck = Check { org_id: &org_id, errors: Vec::new(), skipped: Vec::new() };
+    if org_id.is_empty() || org_id.len() > 200 {
+        ck.fail("org", &format!("orgs[{index_in_doc}]"), "orgId is required (at most 200 characters)");
+        return Ok(Outcome { errors: ck.errors, ..Outcome::default() });
+    }
+    let ex = {
+        let mut c = state.db.conn().await?;
+        existing(&mut c, &org_id).await?
+    };
+    let now = state.clock.now();
+    let mut plan = Plan::default();
+    let mut ok = SuccessOrg { org_id: org_id.clone(), ..SuccessOrg::default() };
+    let mut notify = Vec::new();
+
+    check_org(&mut ck, &d, &ex, &mut plan, &mut ok, now);
+    check_projects(&mut ck, &d, &ex, &mut plan, &mut ok, now);
+    check_apps(&mut ck, &d, &ex, &mut plan, &mut ok, now);
+    check_users(state, &mut ck, &d, index_in_doc, index, duplicates, &mut plan, &mut ok, &mut notify, now).await;
+    check_grants_and_members(&mut ck, &d, &ex, index, &mut plan, &mut ok, now);
+
+    if !ck.errors.is_empty() {
+        for e in &mut ck.errors {
+            e.message = format!("{} (organization {org_id} was not imported)", e.message);
+        }
+        return Ok(Outcome { errors: ck.errors, ..Outcome::default() });
+    }
+    let Check { skipped, .. } = ck;
+    let mut tx = state.db.begin().await?;
+    match write(state, &mut tx, &org_id, &plan, now).await {
+        Ok(()) => {}
+        Err(e) if e.code == Code::Internal => return Err(e),
+        Err(e) => {
+            drop(tx);
+            let message = format!("{} (organization {org_id} was not imported)", e.message);
+            return Ok(Outcome { errors: vec![ImportItem::new("org", &org_id, message)], ..Outcome::default() });
+        }
+    }
+    if dry_run {
+        tx.rollback().await.map_err(StoreError::from)?;
+    } else {
+        tx.commit().await.map_err(StoreError::from)?;
+    }
+    for u in &plan.users {
+        index.add(u);
+    }
+    Ok(Outcome { success: Some(ok), errors: Vec::new(), skipped, notify })
+}
+
+fn check_org(ck: &mut Check, d: &DataOrg, ex: &Existing, plan: &mut Plan, ok: &mut SuccessOrg, now: i64) {
+    let org_id = ck.org_id.to_string();
+    match &ex.org {
+        Some(_) => ck.skip("org", &org_id),
+        None => {
+            let name = d.org.as_ref().map(|o| o.name.trim()).unwrap_or_default();
+            if name.is_empty() || name.chars().count() > 200 {
+                ck.fail("org", &org_id, "the organization does not exist here and the document gives no name for it");
+            }
+            let st = match d.org_state {
+                None | Some(OrgState::Active | OrgState::Unspecified) => OrgState::Active,
+                Some(OrgState::Inactive) => OrgState::Inactive,
+                Some(other) => {
+                    ck.fail("org", &org_id, format!("orgState {} cannot be imported", other.name()));
+                    OrgState::Active
+                }
+            };
+            plan.new_org = Some((name.to_string(), st));
+        }
+    }
+    let mut primary = 0;
+    let mut seen = HashSet::new();
+    for dm in &d.domains {
+        let name = dm.domain_name.trim().to_ascii_lowercase();
+        if !ck.check("domain", &name, validate::domain("DataOrg", "domains.domainName", &name).map_err(Into::into)) {
+            continue;
+        }
+        if !seen.insert(name.clone()) {
+            ck.fail("domain", &name, "the domain occurs more than once in the organization");
+            continue;
+        }
+        if ex.domains.contains(&name) {
+            ck.skip("domain", &name);
+            continue;
+        }
+        primary += usize::from(dm.is_primary && ex.org.is_none());
+        plan.domains.push(OrgDomain {
+            domain: name.clone(),
+            org_id: org_id.clone(),
+            is_verified: dm.is_verified,
+            // An organization that exists keeps its primary domain.
+            is_primary: dm.is_primary && ex.org.is_none(),
+            validation_type: dm.validation_type,
+            created_at: now,
+        });
+        ok.domains.push(name);
+    }
+    if primary > 1 {
+        ck.fail("domain", &org_id, "more than one domain is marked primary");
+    }
+    if ex.org.is_none() && primary == 0 {
+        match plan.domains.iter_mut().find(|dm| dm.is_verified) {
+            Some(dm) => dm.is_primary = true,
+            None => plan.generate_domain = true,
+        }
+    }
+    if let Some(p) = &d.login_policy {
+        if ex.has_login {
+            ck.skip("login_policy", &org_id);
+        } else {
+            match p.to_policy("DataOrg.loginPolicy", &LoginPolicy::default()) {
+                Ok(p) => plan.login = Some(p),
+                Err(e) => ck.fail("login_policy", &org_id, e.message),
+            }
+        }
+    }
+    if let Some(p) = &d.lockout_policy {
+        if ex.has_lockout {
+            ck.skip("lockout_policy", &org_id);
+        } else if p.max_password_attempts > 1000 || p.max_otp_attempts > 1000 {
+            ck.fail("lockout_policy", &org_id, "invalid DataOrg.lockoutPolicy: at most 1000 attempts");
+        } else {
+            plan.lockout = Some(LockoutPolicy {
+                max_password_attempts: p.max_password_attempts as i64,
+                max_otp_attempts: p.max_otp_attempts as i64,
+            });
+        }
+    }
+    if let Some(p) = &d.password_complexity_policy {
+        if ex.has_complexity {
+            ck.skip("password_complexity_policy", &org_id);
+        } else if p.min_length == 0 || p.min_length > 72 {
+            ck.fail(
+                "password_complexity_policy",
+                &org_id,
+                "invalid DataOrg.passwordComplexityPolicy.minLength: must be between 1 and 72",
+            );
+        } else {
+            plan.complexity = Some(PasswordComplexityPolicy {
+                min_length: p.min_length as i64,
+                has_uppercase: p.has_uppercase,
+                has_lowercase: p.has_lowercase,
+                has_number: p.has_number,
+                has_symbol: p.has_symbol,
+            });
+        }
+    }
+}
+
+/// Project ids of the organization: in the document (and new) or already there.
+fn known_project(plan: &Plan, ex: &Existing, id: &str) -> bool {
+    ex.projects.contains(id) || plan.projects.iter().any(|p| p.project_id == id)
+}
+
+fn check_projects(ck: &mut Check, d: &DataOrg, ex: &Existing, plan: &mut Plan, ok: &mut SuccessOrg, now: i64) {
+    let org_id = ck.org_id.to_string();
+    let mut names = HashSet::new();
+    for p in &d.projects {
+        let id = p.project_id.trim();
+        let r = "DataProject";
+        let valid = ck.check("project", id, validate::required(r, "projectId", id, 200).map_err(Into::into))
+            && ck.check("project", id, validate::required(r, "project.name", &p.project.name, 200).map_err(Into::into));
+        if !valid {
+            continue;
+        }
+        if ex.projects.contains(id) {
+            ck.skip("project", id);
+            continue;
+        }
+        if known_project(plan, ex, id) {
+            ck.fail("project", id, "the project id occurs more than once in the organization");
+            continue;
+        }
+        if !names.insert(fold(p.project.name.trim())) {
+            ck.fail("project", id, format!("another project of the organization is named '{}'", p.project.name.trim()));
+            continue;
+        }
+        plan.projects.push(Project {
+            project_id: id.to_string(),
+            org_id: org_id.clone(),
+            name: p.project.name.trim().to_string(),
+            state: ProjectState::Active,
+            role_assertion: p.project.project_role_assertion,
+            role_check: p.project.project_role_check,
+            has_project_check: p.project.has_project_check,
+            private_labeling: p.project.private_labeling_setting,
+            created_at: now,
+            changed_at: now,
+        });
+        ok.project_ids.push(id.to_string());
+    }
+    let mut seen = HashSet::new();
+    for role in &d.project_roles {
+        let rid = format!("{}_{}", role.project_id, role.role_key);
+        let r = "DataProjectRole";
+        let valid =
+            ck.check("project_role", &rid, validate::required(r, "roleKey", &role.role_key, 200).map_err(Into::into))
+                && ck.check(
+                    "project_role",
+                    &rid,
+                    validate::required(r, "displayName", &role.display_name, 200).map_err(Into::into),
+                )
+                && ck.check("project_role", &rid, validate::max(r, "group", &role.group, 200).map_err(Into::into));
+        if !valid {
+            continue;
+        }
+        if role.role_key.chars().any(char::is_whitespace) {
+            ck.fail("project_role", &rid, "invalid DataProjectRole.roleKey: value must not contain spaces");
+            continue;
+        }
+        if !known_project(plan, ex, &role.project_id) {
+            ck.fail("project_role", &rid, format!("project {} is not a project of the organization", role.project_id));
+            continue;
+        }
+        let key = (role.project_id.clone(), role.role_key.clone());
+        if ex.roles.contains(&key) {
+            ck.skip("project_role", rid);
+            continue;
+        }
+        if !seen.insert(key) {
+            ck.fail("project_role", &rid, "the role occurs more than once in the document");
+            continue;
+        }
+        plan.roles.push(ProjectRole {
+            project_id: role.project_id.clone(),
+            role_key: role.role_key.clone(),
+            display_name: role.display_name.trim().to_string(),
+            role_group: role.group.trim().to_string(),
+            created_at: now,
+            changed_at: now,
+        });
+        ok.project_roles.push(rid);
+    }
+}
+
+/// A secret digest from the document: base64 of a SHA-256 digest.
+fn digest(raw: &str) -> Result<Option<Vec<u8>>, String> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    match STANDARD.decode(raw) {
+        Ok(d) if d.len() == 32 => Ok(Some(d)),
+        _ => Err("the secret digest must be the base64 of a 32-byte SHA-256 digest".to_string()),
+    }
+}
+
+fn check_apps(ck: &mut Check, d: &DataOrg, ex: &Existing, plan: &mut Plan, ok: &mut SuccessOrg, now: i64) {
+    let org_id = ck.org_id.to_string();
+    let mut ids = HashSet::new();
+    let mut client_ids = HashSet::new();
+    let mut names = HashSet::new();
+    let oidc = d.oidc_apps.iter().map(|a| {
+        let kind = a
+            .app
+            .config("DataOIDCApplication.app")
+            .map(|config| AppKind::Oidc { auth_method: a.app.auth_method_type, config });
+        ("oidc_app", &a.app_id, &a.app.project_id, &a.app.name, kind, &a.client_id, &a.client_secret_digest)
+    });
+    let api = d.api_apps.iter().map(|a| {
+        let kind: ApiResult<AppKind> = Ok(AppKind::Api { auth_method: a.app.auth_method_type });
+        ("api_app", &a.app_id, &a.app.project_id, &a.app.name, kind, &a.client_id, &a.client_secret_digest)
+    });
+    for (kind_name, app_id, project_id, name, kind, client_id, secret) in oidc.chain(api) {
+        let id = app_id.trim();
+        let r = "DataApplication";
+        let valid = ck.check(kind_name, id, validate::required(r, "appId", id, 200).map_err(Into::into))
+            && ck.check(kind_name, id, validate::required(r, "app.name", name, 200).map_err(Into::into))
+            && ck.check(kind_name, id, validate::max(r, "clientId", client_id, 200).map_err(Into::into));
+        if !valid {
+            continue;
+        }
+        if ex.apps.contains(id) {
+            ck.skip(kind_name, id);
+            continue;
+        }
+        if !ids.insert(id.to_string()) {
+            ck.fail(kind_name, id, "the application id occurs more than once in the organization");
+            continue;
+        }
+        if !known_project(plan, ex, project_id) {
+            ck.fail(kind_name, id, format!("project '{project_id}' is not a project of the organization"));
+            continue;
+        }
+        if !names.insert((project_id.clone(), fold(name.trim()))) {
+            ck.fail(kind_name, id, format!("another application of project {project_id} is named '{}'", name.trim()));
+            continue;
+        }
+        let kind = match kind {
+            Ok(k) => k,
+            Err(e) => {
+                ck.fail(kind_name, id, e.message);
+                continue;
+            }
+        };
+        let secret_digest = match digest(secret) {
+            Ok(s) => s,
+            Err(e) => {
+                ck.fail(kind_name, id, e);
+                continue;
+            }
+        };
+        let confidential = match &kind {
+            AppKind::Oidc { auth_method, .. } => matches!(auth_method, OidcAuthMethod::Basic | OidcAuthMethod::Post),
+            AppKind::Api { auth_method } => *auth_method == ApiAuthMethod::Basic,
+        };
+        let client_id = if client_id.trim().is_empty() { crate::id::new_id() } else { client_id.trim().to_string() };
+        if !client_ids.insert(client_id.clone()) {
+            ck.fail(kind_name, id, format!("the client id '{client_id}' occurs more than once in the organization"));
+            continue;
+        }
+        plan.apps.push(App {
+            app_id: id.to_string(),
+            project_id: project_id.clone(),
+            org_id: org_id.clone(),
+            name: name.trim().to_string(),
+            state: AppLifecycle::Active,
+            client_id,
+            // Without its digest a confidential client needs a new secret after the move.
+            secret_digest: secret_digest.filter(|_| confidential),
+            kind,
+            created_at: now,
+            changed_at: now,
+        });
+        if kind_name == "oidc_app" {
+            ok.oidc_app_ids.push(id.to_string());
+        } else {
+            ok.api_app_ids.push(id.to_string());
+        }
+    }
+}
+
+/// Whether a user id of the document may be added to this organization; skips what is there.
+fn check_user_slot(
+    ck: &mut Check,
+    kind: &'static str,
+    id: &str,
+    username: &str,
+    index: &Index,
+    duplicate: Option<&String>,
+) -> bool {
+    if let Some(msg) = duplicate {
+        ck.fail(kind, id, msg.clone());
+        return false;
+    }
+    if let Some(org) = index.org_of.get(id) {
+        if org == ck.org_id {
+            ck.skip(kind, id);
+        } else {
+            ck.fail(kind, id, format!("a user with this id already exists in organization {org}"));
+        }
+        return false;
+    }
+    if let Some((other, org)) = index.by_name.get(&fold(username.trim())) {
+        ck.fail(
+            kind,
+            id,
+            format!("the user name '{}' is taken by user {other} of organization {org}", username.trim()),
+        );
+        return false;
+    }
+    true
+}
+
+fn import_state(ck: &mut Check, kind: &'static str, id: &str, s: Option<UserState>) -> Option<UserState> {
+    match s {
+        None | Some(UserState::Unspecified | UserState::Active | UserState::Initial) => None,
+        Some(s @ (UserState::Inactive | UserState::Locked)) => Some(s),
+        Some(other) => {
+            ck.fail(kind, id, format!("state {} cannot be imported", other.name()));
+            None
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn check_users(
+    state: &AppState,
+    ck: &mut Check<'_>,
+    d: &DataOrg,
+    index_in_doc: usize,
+    index: &Index,
+    duplicates: &Duplicates,
+    plan: &mut Plan,
+    ok: &mut SuccessOrg,
+    notify: &mut Vec<String>,
+    now: i64,
+) {
+    let org_id = ck.org_id.to_string();
+    for (j, u) in d.human_users.iter().enumerate() {
+        let id = u.user_id.trim();
+        if id.is_empty() || id.len() > 200 {
+            ck.fail("human_user", &format!("humanUsers[{j}]"), "userId is required (at most 200 characters)");
+            continue;
+        }
+        let dup = duplicates.get(&(index_in_doc, u.user_id.clone()));
+        if !check_user_slot(ck, "human_user", id, &u.user.user_name, index, dup) {
+            continue;
+        }
+        let user_state = import_state(ck, "human_user", id, u.state);
+        let mut p = match prepare(state, &org_id, &u.user, &format!("humanUsers[{j}].user")).await {
+            Ok(p) => p,
+            Err(e) => {
+                ck.fail("human_user", id, e.message);
+                continue;
+            }
+        };
+        if let Some(code) = &p.otp_code {
+            match state.seal_otp(id, code) {
+                Ok(sealed) => p.human.otp_secret = Some(sealed),
+                Err(e) => {
+                    ck.fail("human_user", id, format!("the OTP secret cannot be sealed: {e}"));
+                    continue;
+                }
+            }
+        }
+        let derived = if p.human.password_hash.is_some() { UserState::Active } else { UserState::Initial };
+        if !p.human.email_verified || p.human.password_hash.is_none() {
+            notify.push(id.to_string());
+        }
+        for l in p.idps {
+            ok.user_links.push(UserLinkRef {
+                user_id: id.to_string(),
+                external_user_id: l.external_user_id.clone(),
+                display_name: l.display_name.clone(),
+                idp_id: l.config_id.clone(),
+            });
+            plan.links.push((id.to_string(), l));
+        }
+        plan.users.push(User {
+            user_id: id.to_string(),
+            org_id: org_id.clone(),
+            username: p.username,
+            state: user_state.unwrap_or(derived),
+            created_at: now,
+            changed_at: now,
+            kind: Kind::Human(p.human),
+            org_domain: String::new(),
+        });
+        ok.human_user_ids.push(id.to_string());
+    }
+    for (j, u) in d.machine_users.iter().enumerate() {
+        let id = u.user_id.trim();
+        let r = "DataMachineUser.user";
+        if id.is_empty() || id.len() > 200 {
+            ck.fail("machine_user", &format!("machineUsers[{j}]"), "userId is required (at most 200 characters)");
+            continue;
+        }
+        let valid =
+            ck.check("machine_user", id, validate::required(r, "userName", &u.user.user_name, 200).map_err(Into::into))
+                && ck.check("machine_user", id, validate::required(r, "name", &u.user.name, 200).map_err(Into::into))
+                && ck.check(
+                    "machine_user",
+                    id,
+                    validate::max(r, "description", &u.user.description, 500).map_err(Into::into),
+                );
+        if !valid {
+            continue;
+        }
+        if u.user.user_name.trim().chars().any(|c| c.is_whitespace() || c.is_control()) {
+            ck.fail("machine_user", id, format!("invalid {r}.userName: value must not contain spaces"));
+            continue;
+        }
+        let dup = duplicates.get(&(index_in_doc, u.user_id.clone()));
+        if !check_user_slot(ck, "machine_user", id, &u.user.user_name, index, dup) {
+            continue;
+        }
+        let user_state = import_state(ck, "machine_user", id, u.state);
+        let secret_digest = match digest(&u.secret_digest) {
+            Ok(s) => s,
+            Err(e) => {
+                ck.fail("machine_user", id, e);
+                continue;
+            }
+        };
+        plan.users.push(User {
+            user_id: id.to_string(),
+            org_id: org_id.clone(),
+            username: u.user.user_name.trim().to_string(),
+            state: user_state.unwrap_or(UserState::Active),
+            created_at: now,
+            changed_at: now,
+            kind: Kind::Machine(Machine {
+                name: u.user.name.trim().to_string(),
+                description: u.user.description.trim().to_string(),
+                access_token_type: u.user.access_token_type,
+                secret_digest,
+            }),
+            org_domain: String::new(),
+        });
+        ok.machine_user_ids.push(id.to_string());
+    }
+}
+
+fn check_grants_and_members(
+    ck: &mut Check,
+    d: &DataOrg,
+    ex: &Existing,
+    index: &Index,
+    plan: &mut Plan,
+    ok: &mut SuccessOrg,
+    now: i64,
+) {
+    let org_id = ck.org_id.to_string();
+    let new_users: HashSet<&str> = plan.users.iter().map(|u| u.user_id.as_str()).collect();
+    let user_here = |id: &str| new_users.contains(id) || index.org_of.get(id).is_some_and(|o| *o == org_id);
+    let user_anywhere = |id: &str| new_users.contains(id) || index.org_of.contains_key(id);
+    let mut roles_of: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for (p, r) in &ex.roles {
+        roles_of.entry(p.as_str()).or_default().insert(r.as_str());
+    }
+    for r in &plan.roles {
+        roles_of.entry(r.project_id.as_str()).or_default().insert(r.role_key.as_str());
+    }
+    let mut grants = Vec::new();
+    let mut seen = HashSet::new();
+    for g in &d.user_grants {
+        let gid = format!("{}_{}", g.user_id, g.project_id);
+        if !user_here(&g.user_id) {
+            ck.fail("user_grant", &gid, format!("user {} is not a user of the organization", g.user_id));
+            continue;
+        }
+        if !known_project(plan, ex, &g.project_id) {
+            ck.fail("user_grant", &gid, format!("project {} is not a project of the organization", g.project_id));
+            continue;
+        }
+        if let Some(k) =
+            g.role_keys.iter().find(|k| !roles_of.get(g.project_id.as_str()).is_some_and(|s| s.contains(k.as_str())))
+        {
+            ck.fail("user_grant", &gid, format!("project {} has no role '{k}'", g.project_id));
+            continue;
+        }
+        let key = (g.user_id.clone(), g.project_id.clone());
+        if ex.grants.contains(&key) {
+            ck.skip("user_grant", gid);
+            continue;
+        }
+        if !seen.insert(key) {
+            ck.fail("user_grant", &gid, "the user grant occurs more than once in the document");
+            continue;
+        }
+        grants.push(UserGrant {
+            user_grant_id: crate::id::new_id(),
+            user_id: g.user_id.clone(),
+            project_id: g.project_id.clone(),
+            org_id: org_id.clone(),
+            role_keys: g.role_keys.clone(),
+            state: UserGrantState::Active,
+            created_at: now,
+            changed_at: now,
+        });
+        ok.user_grants.push(GrantRef { project_id: g.project_id.clone(), user_id: g.user_id.clone() });
+    }
+    let mut members = Vec::new();
+    for m in &d.org_members {
+        if !user_anywhere(&m.user_id) {
+            ck.fail("org_member", &m.user_id, "the user does not exist");
+            continue;
+        }
+        let roles = match check_roles("DataOrg.orgMembers", &m.roles, ORG_ROLES) {
+            Ok(r) => r,
+            Err(e) => {
+                ck.fail("org_member", &m.user_id, e.message);
+                continue;
+            }
+        };
+        if ex.org_members.contains(&m.user_id) {
+            ck.skip("org_member", m.user_id.clone());
+            continue;
+        }
+        if members.iter().any(|(u, _)| *u == m.user_id) {
+            ck.fail("org_member", &m.user_id, "the member occurs more than once in the document");
+            continue;
+        }
+        members.push((m.user_id.clone(), roles));
+        ok.org_members.push(m.user_id.clone());
+    }
+    let mut project_members: Vec<(String, String, Vec<String>)> = Vec::new();
+    for m in &d.project_members {
+        let mid = format!("{}_{}", m.project_id, m.user_id);
+        if !known_project(plan, ex, &m.project_id) {
+            ck.fail("project_member", &mid, format!("project {} is not a project of the organization", m.project_id));
+            continue;
+        }
+        if !user_anywhere(&m.user_id) {
+            ck.fail("project_member", &mid, "the user does not exist");
+            continue;
+        }
+        let roles = match check_roles("DataOrg.projectMembers", &m.roles, PROJECT_ROLES) {
+            Ok(r) => r,
+            Err(e) => {
+                ck.fail("project_member", &mid, e.message);
+                continue;
+            }
+        };
+        if ex.project_members.contains(&(m.project_id.clone(), m.user_id.clone())) {
+            ck.skip("project_member", mid);
+            continue;
+        }
+        if project_members.iter().any(|(p, u, _)| *p == m.project_id && *u == m.user_id) {
+            ck.fail("project_member", &mid, "the member occurs more than once in the document");
+            continue;
+        }
+        project_members.push((m.project_id.clone(), m.user_id.clone(), roles));
+        ok.project_members.push(GrantRef { project_id: m.project_id.clone(), user_id: m.user_id.clone() });
+    }
+    plan.grants = grants;
+    plan.org_members = members;
+    plan.project_members = project_members;
+}
+
+fn conflict(what: String) -> impl FnOnce(StoreError) -> ApiError {
+    move |e| match e {
+        StoreError::Conflict => ApiError::exists(what),
+        other => other.into(),
+    }
+}
+
+/// Writes the plan (inside the organization's transaction).
+async fn write(state: &AppState, c: &mut Conn, org_id: &str, plan: &Plan, now: i64) -> ApiResult<()> {
+    if let Some((name, st)) = &plan.new_org {
+        if org::name_taken(c, name).await? {
+            return Err(ApiError::exists(format!("another organization is named '{name}'")));
+        }
+        org::insert(c, org_id, name, *st, now)
+            .await
+            .map_err(conflict(format!("the organization id {org_id} is taken")))?;
+        if plan.generate_domain {
+            let domain = generated_domain(state, c, org_id, name).await?;
+            org::insert_domain(
+                c,
+                &OrgDomain {
+                    domain,
+                    org_id: org_id.to_string(),
+                    is_verified: true,
+                    is_primary: true,
+                    validation_type: Default::default(),
+                    created_at: now,
+                },
+            )
+            .await?;
+        }
+    }
+    for dm in &plan.domains {
+        org::insert_domain(c, dm)
+            .await
+            .map_err(conflict(format!("the domain {} belongs to another organization", dm.domain)))?;
+    }
+    if let Some(p) = &plan.login {
+        setting::save(c, org_id, p, now).await?;
+    }
+    if let Some(p) = &plan.lockout {
+        setting::save(c, org_id, p, now).await?;
+    }
+    if let Some(p) = &plan.complexity {
+        setting::save(c, org_id, p, now).await?;
+    }
+    for p in &plan.projects {
+        project::insert(c, p).await.map_err(conflict(format!(
+            "project {}: the id is taken by another organization's project, or the name by another project",
+            p.project_id
+        )))?;
+    }
+    for r in &plan.roles {
+        project::insert_role(c, r).await?;
+    }
+    for a in &plan.apps {
+        if app::name_taken(c, &a.project_id, &a.name).await? {
+            return Err(ApiError::exists(format!(
+                "application {}: project {} already has an application named '{}'",
+                a.app_id, a.project_id, a.name
+            )));
+        }
+        app::insert(c, a).await.map_err(conflict(format!(
+            "application {}: its id or its client id {} is taken by another application",
+            a.app_id, a.client_id
+        )))?;
+    }
+    user::insert_many(c, &plan.users).await.map_err(conflict("a user id or user name is taken".to_string()))?;
+    for (user_id, l) in &plan.links {
+        user::insert_idp_link(c, user_id, l, now).await?;
+    }
+    project::insert_grants(c, &plan.grants).await?;
+    for (user_id, roles) in &plan.org_members {
+        member::upsert(c, Scope::Org, org_id, user_id, roles, now).await?;
+    }
+    for (project_id, user_id, roles) in &plan.project_members {
+        member::upsert(c, Scope::Project, project_id, user_id, roles, now).await?;
+    }
+    Ok(())
+}

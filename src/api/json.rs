@@ -1,0 +1,127 @@
+//! The JSON body extractor of the APIs. Like the gateway of the platform latch follows it
+//! accepts both `camelCase` and `snake_case` field names, ignores unknown fields, treats an empty
+//! body as `{}`, and reports malformed input as `InvalidArgument` naming the offending field.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::error::ApiError;
+
+/// Request bodies above this size are refused.
+pub const MAX_BODY: usize = 1024 * 1024;
+
+pub struct ApiJson<T>(pub T);
+
+/// `user_name` -> `userName`; names without underscores are unchanged.
+pub fn camel(key: &str) -> String {
+    if !key.contains('_') {
+        return key.to_string();
+    }
+    let mut out = String::with_capacity(key.len());
+    let mut upper = false;
+    for c in key.chars() {
+        if c == '_' {
+            upper = !out.is_empty();
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Rewrites every object key to camelCase (an explicit camelCase key wins over its snake twin).
+pub fn normalize(v: Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            let mut out = Map::with_capacity(map.len());
+            let mut later = Vec::new();
+            for (k, v) in map {
+                let c = camel(&k);
+                if c == k {
+                    out.insert(k, normalize(v));
+                } else {
+                    later.push((c, normalize(v)));
+                }
+            }
+            for (k, v) in later {
+                out.entry(k).or_insert(v);
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(normalize).collect()),
+        other => other,
+    }
+}
+
+/// Parses a body into `T` with the rules above.
+pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let value: Value = if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+        Value::Object(Map::new())
+    } else {
+        serde_json::from_slice(bytes).map_err(|e| ApiError::invalid(format!("invalid JSON: {e}")))?
+    };
+    if !value.is_object() {
+        return Err(ApiError::invalid("invalid JSON: the body must be an object"));
+    }
+    serde_path_to_error::deserialize(normalize(value)).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            ApiError::invalid(format!("invalid request: {}", e.inner()))
+        } else {
+            ApiError::invalid(format!("invalid request: {path}: {}", e.inner()))
+        }
+    })
+}
+
+impl<T, S> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| ApiError::invalid(format!("cannot read the request body: {e}")))?;
+        if bytes.len() > MAX_BODY {
+            return Err(ApiError::invalid("the request body is too large"));
+        }
+        parse(&bytes).map(ApiJson)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Deserialize, Debug)]
+    #[serde(rename_all = "camelCase")]
+    struct R {
+        user_name: String,
+        #[serde(default)]
+        is_email_verified: bool,
+    }
+
+    #[test]
+    fn both_spellings_and_errors() {
+        let r: R = parse(br#"{"user_name":"a","is_email_verified":true,"extra":1}"#).unwrap();
+        assert_eq!(r.user_name, "a");
+        assert!(r.is_email_verified);
+        let r: R = parse(br#"{"userName":"b"}"#).unwrap();
+        assert_eq!(r.user_name, "b");
+        let e = parse::<R>(br#"{"userName":3}"#).unwrap_err();
+        assert!(e.message.contains("userName"), "{}", e.message);
+        assert!(parse::<R>(b"{").is_err());
+        assert!(parse::<R>(b"[1]").is_err());
+        assert!(parse::<R>(b"").unwrap_err().message.contains("userName"));
+        assert_eq!(camel("data_orgsv1_gcs"), "dataOrgsv1Gcs");
+        assert_eq!(camel("_x"), "x");
+    }
+}

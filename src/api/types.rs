@@ -1,0 +1,167 @@
+//! Shapes shared by every v1 resource: `details`, list queries and list details, timestamps,
+//! durations and the zero-value omission of the wire format.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use super::error::ApiError;
+use crate::store::query::Page;
+
+/// RFC 3339 UTC timestamp of unix seconds.
+pub fn ts(secs: i64) -> String {
+    OffsetDateTime::from_unix_timestamp(secs).ok().and_then(|t| t.format(&Rfc3339).ok()).unwrap_or_default()
+}
+
+/// Parses an RFC 3339 timestamp into unix seconds.
+pub fn parse_ts(field: &str, s: &str) -> Result<i64, ApiError> {
+    OffsetDateTime::parse(s, &Rfc3339)
+        .map(|t| t.unix_timestamp())
+        .map_err(|_| ApiError::invalid(format!("invalid {field}: '{s}' is not an RFC 3339 timestamp")))
+}
+
+pub fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// `details` of a mutation or read.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Details {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub creation_date: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change_date: Option<String>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub resource_owner: String,
+}
+
+impl Details {
+    /// After a create: creation date, no change date.
+    pub fn created(at: i64, owner: &str) -> Self {
+        Self { creation_date: Some(ts(at)), change_date: None, resource_owner: owner.to_string() }
+    }
+
+    /// After a change or removal: change date, no creation date.
+    pub fn changed(at: i64, owner: &str) -> Self {
+        Self { creation_date: None, change_date: Some(ts(at)), resource_owner: owner.to_string() }
+    }
+
+    /// On reads: both.
+    pub fn read(created: i64, changed: i64, owner: &str) -> Self {
+        Self { creation_date: Some(ts(created)), change_date: Some(ts(changed)), resource_owner: owner.to_string() }
+    }
+}
+
+/// `{"details": ...}`: the response of most mutations.
+#[derive(Debug, Serialize)]
+pub struct DetailsResponse {
+    pub details: Details,
+}
+
+/// A number sent as a JSON number or a string (64-bit fields are strings on the wire).
+pub fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum N {
+        Num(u64),
+        Str(String),
+    }
+    match N::deserialize(d)? {
+        N::Num(n) => Ok(n),
+        N::Str(s) => s.trim().parse().map_err(|_| serde::de::Error::custom(format!("'{s}' is not a number"))),
+    }
+}
+
+/// The `query` of every `_search` call.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ListQuery {
+    #[serde(deserialize_with = "lenient_u64")]
+    pub offset: u64,
+    #[serde(deserialize_with = "lenient_u64")]
+    pub limit: u64,
+    pub asc: bool,
+}
+
+/// Results per page when the request sets no limit, and the most a request may ask for.
+pub const DEFAULT_LIMIT: u64 = 100;
+pub const MAX_LIMIT: u64 = 1000;
+
+impl ListQuery {
+    pub fn page(&self) -> Result<Page, ApiError> {
+        let limit = if self.limit == 0 { DEFAULT_LIMIT } else { self.limit };
+        if limit > MAX_LIMIT {
+            return Err(ApiError::invalid(format!("invalid query.limit: at most {MAX_LIMIT} results per page")));
+        }
+        if self.offset > i64::MAX as u64 {
+            return Err(ApiError::invalid("invalid query.offset: too large"));
+        }
+        Ok(Page { offset: self.offset as i64, limit: limit as i64, asc: self.asc })
+    }
+}
+
+/// `details` of a list response.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListDetails {
+    pub total_result: String,
+    pub view_timestamp: String,
+}
+
+impl ListDetails {
+    pub fn new(total: i64, now: i64) -> Self {
+        Self { total_result: total.to_string(), view_timestamp: ts(now) }
+    }
+}
+
+/// `{"details": ..., "result": [...]}`; `result` is omitted when empty.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListResponse<T: Serialize> {
+    pub details: ListDetails,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sorting_column: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub result: Vec<T>,
+}
+
+/// A protobuf duration in a request (`"43200s"`, also Go forms like `"12h"`), in seconds.
+pub fn duration_secs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    let s: Option<String> = Option::deserialize(d)?;
+    match s {
+        None => Ok(None),
+        Some(s) => crate::domain::duration::parse(&s)
+            .map(|d| Some(d.as_secs() as i64))
+            .map_err(|e| serde::de::Error::custom(format!("'{s}' {e}"))),
+    }
+}
+
+/// A duration in seconds as a protobuf JSON string.
+pub fn duration_str(secs: i64) -> String {
+    format!("{secs}s")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_query_bounds() {
+        let q: ListQuery = serde_json::from_str(r#"{"offset":"5","limit":50,"asc":true}"#).unwrap();
+        let p = q.page().unwrap();
+        assert_eq!((p.offset, p.limit, p.asc), (5, 50, true));
+        let q: ListQuery = serde_json::from_str(r#"{}"#).unwrap();
+        assert_eq!(q.page().unwrap().limit, 100);
+        let q: ListQuery = serde_json::from_str(r#"{"limit":5000}"#).unwrap();
+        assert!(q.page().is_err());
+        assert!(serde_json::from_str::<ListQuery>(r#"{"offset":"x"}"#).is_err());
+    }
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(ts(0), "1970-01-01T00:00:00Z");
+        assert_eq!(parse_ts("f", "2030-01-01T00:00:00Z").unwrap(), 1_893_456_000);
+        assert!(parse_ts("f", "tomorrow").is_err());
+    }
+}

@@ -1,0 +1,240 @@
+//! The application: its state, its router, and serving it.
+
+use std::ops::Deref;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::Request;
+use axum::http::{HeaderName, HeaderValue, header};
+use tokio::net::TcpListener;
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::clock::SharedClock;
+use crate::config::Settings;
+use crate::crypto::password::PasswordHasher;
+use crate::keys::{KeyError, KeyManager};
+use crate::oauth::tokens::TokenService;
+use crate::store::{Db, StoreError};
+use crate::{admin, api, bootstrap, management, oidc, ops, telemetry, v2};
+
+/// The header carrying each request's id, in the request and the response.
+pub const REQUEST_ID: &str = "x-request-id";
+
+/// Everything a handler may need; cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+pub struct Inner {
+    pub settings: Settings,
+    pub db: Db,
+    pub clock: SharedClock,
+    pub keys: Arc<KeyManager>,
+    pub tokens: Arc<TokenService>,
+    pub hasher: PasswordHasher,
+    pub mailer: crate::login::email::Mailer,
+    /// Encrypts TOTP secrets at rest.
+    pub otp_cipher: crate::crypto::aead::Aead,
+    /// The discovery document, rendered once.
+    pub discovery: Bytes,
+    pub jwks_cache_control: String,
+}
+
+impl Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot open the store: {0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Keys(#[from] KeyError),
+    #[error("{0}")]
+    Bootstrap(#[from] bootstrap::BootstrapError),
+    #[error("master key: {0}")]
+    MasterKey(String),
+    #[error("e-mail: {0}")]
+    Mail(String),
+}
+
+/// The master key: from the settings, else from `{data_dir}/masterkey` (created on first use).
+pub fn master_key(settings: &Settings) -> Result<[u8; 32], StartError> {
+    use base64::Engine;
+    if let Some(k) = settings.masterkey {
+        return Ok(k);
+    }
+    let path = settings.data_dir.join("masterkey");
+    let read = |path: &std::path::Path| -> Result<[u8; 32], StartError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| StartError::MasterKey(format!("cannot read {}: {e}", path.display())))?;
+        crate::config::parse_masterkey(&text).map_err(|m| StartError::MasterKey(format!("{}: {m}", path.display())))
+    };
+    if path.exists() {
+        return read(&path);
+    }
+    let key = crate::crypto::secret::random_bytes::<32>();
+    let text = base64::engine::general_purpose::STANDARD.encode(key);
+    match write_new(&path, &text) {
+        Ok(()) => {
+            tracing::warn!(
+                path = %path.display(),
+                "LATCH_MASTERKEY is not set: generated a master key into this file. Back it up; set LATCH_MASTERKEY (or LATCH_MASTERKEY_FILE) in production"
+            );
+            Ok(key)
+        }
+        // Another process created it first.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(&path),
+        Err(e) => Err(StartError::MasterKey(format!("cannot create {}: {e}", path.display()))),
+    }
+}
+
+fn write_new(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(parent) = path.parent()
+        && !parent.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut f = options.open(path)?;
+    f.write_all(text.as_bytes())?;
+    f.write_all(b"\n")
+}
+
+/// What [`start`] produced.
+pub struct Started {
+    pub state: AppState,
+    pub first_start: Option<bootstrap::FirstStart>,
+}
+
+/// Opens and migrates the store, loads the signing keys and bootstraps an empty store.
+pub async fn start(settings: Settings, clock: SharedClock) -> Result<Started, StartError> {
+    crate::crypto::install_tls_provider();
+    telemetry::prometheus();
+    let db = Db::connect(&settings.database_url, settings.database_max_connections).await?;
+    db.migrate().await?;
+    let master = master_key(&settings)?;
+    let keys = KeyManager::new(db.clone(), &master, clock.clone(), settings.keys.clone()).await?;
+    let tokens = Arc::new(TokenService::load(&db, &master, keys.clone(), clock.now()).await?);
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let state = AppState(Arc::new(Inner {
+        discovery: oidc::discovery::render(&settings.issuer),
+        jwks_cache_control: format!("public, max-age={}", settings.keys.jwks_max_age),
+        hasher: PasswordHasher::new(settings.argon2, cores),
+        mailer: crate::login::email::Mailer::from_settings(&settings).map_err(StartError::Mail)?,
+        otp_cipher: crate::crypto::aead::Aead::derive(&master, crate::crypto::aead::Purpose::OtpSecret)
+            .map_err(|e| StartError::MasterKey(e.to_string()))?,
+        settings,
+        db,
+        clock,
+        keys,
+        tokens,
+    }));
+    let first_start = bootstrap::run(&state).await?;
+    // A store bootstrapped earlier might have lost its keys, or a rotation may be due.
+    state.keys.maintain().await?;
+    Ok(Started { state, first_start })
+}
+
+/// The whole HTTP interface.
+pub fn router(state: AppState) -> Router {
+    let x_request_id = HeaderName::from_static(REQUEST_ID);
+    let api = Router::new()
+        .nest("/management/v1", management::routes())
+        .nest("/admin/v1", admin::routes())
+        .merge(v2::routes())
+        .method_not_allowed_fallback(api::error::method_not_allowed);
+    Router::new()
+        .merge(oidc::routes())
+        .merge(crate::oauth::routes())
+        .merge(crate::login::routes())
+        .merge(ops::routes())
+        .merge(api)
+        .fallback(api::error::not_found)
+        .with_state(state)
+        .layer(axum::middleware::from_fn(telemetry::track_requests))
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::new(x_request_id.clone(), MakeRequestUuid))
+                .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
+                    let id = req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
+                    tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+                }))
+                .layer(PropagateRequestIdLayer::new(x_request_id))
+                .layer(SetResponseHeaderLayer::if_not_present(
+                    header::X_CONTENT_TYPE_OPTIONS,
+                    HeaderValue::from_static("nosniff"),
+                ))
+                .layer(CatchPanicLayer::custom(|_| {
+                    api::ApiError::internal("a request handler panicked").into_response_boxed()
+                })),
+        )
+}
+
+impl api::ApiError {
+    fn into_response_boxed(self) -> axum::response::Response {
+        axum::response::IntoResponse::into_response(self)
+    }
+}
+
+/// Serves until `shutdown` resolves, then lets in-flight requests finish (up to the configured
+/// shutdown timeout) and stops the background tasks.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let maintenance = state.keys.spawn(stop_rx.clone());
+    let sweeper = crate::sweep::spawn(state.db.clone(), state.clock.clone(), state.settings.sweep_interval, stop_rx);
+    let grace = state.settings.shutdown_timeout;
+    let app = router(state.clone());
+    let (signal_tx, signal_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = signal_tx.send(());
+    });
+    let server = tokio::spawn(async move { server.await });
+    let result = tokio::select! {
+        r = server => r.unwrap_or(Ok(())),
+        _ = async {
+            let _ = signal_rx.await;
+            tokio::time::sleep(grace).await;
+        } => {
+            tracing::warn!("shutdown timeout passed with requests still open; stopping");
+            Ok(())
+        }
+    };
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(5), maintenance).await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), sweeper).await;
+    state.db.close().await;
+    result
+}
+
+impl Inner {
+    /// Encrypts a TOTP secret for `user_id`.
+    pub fn seal_otp(&self, user_id: &str, secret: &str) -> Result<Vec<u8>, crate::crypto::CryptoError> {
+        self.otp_cipher.seal(user_id.as_bytes(), secret.as_bytes())
+    }
+
+    /// Decrypts the TOTP secret of `user_id`.
+    pub fn open_otp(&self, user_id: &str, sealed: &[u8]) -> Option<String> {
+        self.otp_cipher.open(user_id.as_bytes(), sealed).ok().and_then(|b| String::from_utf8(b).ok())
+    }
+}

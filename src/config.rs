@@ -1,0 +1,770 @@
+//! Settings in layers: built-in defaults, then a TOML file (`config/latch.toml` or `--config`),
+//! then `LATCH_*` environment variables; every secret may also come from a file named by
+//! `LATCH_<NAME>_FILE`. The raw layers are merged into [`Config`] by figment, then checked once
+//! into typed [`Settings`]; a bad value stops start-up with one line naming the setting.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use figment::Figment;
+use figment::providers::{Format, Serialized, Toml};
+use figment::value::{Dict, Value};
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use crate::domain::duration;
+
+/// The default configuration file, read when it exists and no `--config` is given.
+pub const DEFAULT_CONFIG_FILE: &str = "config/latch.toml";
+
+#[derive(Debug, thiserror::Error)]
+#[error("configuration error: {0}")]
+pub struct ConfigError(pub String);
+
+fn err(msg: impl Into<String>) -> ConfigError {
+    ConfigError(msg.into())
+}
+
+/// The merged, unchecked configuration (the shape of `config/latch.toml`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub external_url: String,
+    pub listen: String,
+    pub database_url: String,
+    pub database_max_connections: u32,
+    pub masterkey: Option<String>,
+    pub data_dir: String,
+    pub log_format: String,
+    pub log_level: String,
+    pub shutdown_timeout: String,
+    pub sweep_interval: String,
+    pub firstinstance: FirstInstanceConfig,
+    pub keys: KeysConfig,
+    pub password: PasswordConfig,
+    pub login: LoginConfig,
+    pub smtp: SmtpConfig,
+    pub gcs: GcsConfig,
+}
+
+/// Google Cloud Storage for exports and imports.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GcsConfig {
+    /// The JSON API endpoint (credentials from the request's service account are used).
+    pub endpoint: String,
+    /// An emulator (`STORAGE_EMULATOR_HOST`, as Google's client libraries read it): no
+    /// credentials are used.
+    pub emulator_host: Option<String>,
+}
+
+impl Default for GcsConfig {
+    fn default() -> Self {
+        Self { endpoint: "https://storage.googleapis.com".into(), emulator_host: None }
+    }
+}
+
+/// The browser flow.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoginConfig {
+    /// How long an authorization code may be redeemed.
+    pub code_lifetime: String,
+    /// How long a person may take to sign in once sent to the login pages.
+    pub request_lifetime: String,
+}
+
+impl Default for LoginConfig {
+    fn default() -> Self {
+        Self { code_lifetime: "60s".into(), request_lifetime: "30m".into() }
+    }
+}
+
+/// Outgoing e-mail. Without a host, messages are written to `{data_dir}/outbox/`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SmtpConfig {
+    pub host: Option<String>,
+    pub port: Option<u32>,
+    /// `starttls` (default), `tls` or `none`.
+    pub tls: Option<String>,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub from: Option<String>,
+}
+
+/// argon2id parameters for new password hashes.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PasswordConfig {
+    pub argon2_memory_kib: u32,
+    pub argon2_iterations: u32,
+    pub argon2_parallelism: u32,
+}
+
+impl Default for PasswordConfig {
+    /// OWASP's recommendation: 19 MiB, two passes, one lane.
+    fn default() -> Self {
+        Self { argon2_memory_kib: 19 * 1024, argon2_iterations: 2, argon2_parallelism: 1 }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FirstInstanceConfig {
+    pub org_name: String,
+    pub admin_username: String,
+    pub admin_password: Option<String>,
+    pub admin_email: Option<String>,
+    pub machine_username: String,
+    pub patpath: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KeysConfig {
+    pub rotation_interval: String,
+    pub prepublish: String,
+    pub jwks_max_age: String,
+    pub refresh_interval: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            external_url: "http://localhost:8080".into(),
+            listen: "127.0.0.1:8080".into(),
+            database_url: "sqlite://data/latch.db".into(),
+            database_max_connections: 10,
+            masterkey: None,
+            data_dir: "data".into(),
+            log_format: "text".into(),
+            log_level: "info".into(),
+            shutdown_timeout: "30s".into(),
+            sweep_interval: "5m".into(),
+            firstinstance: FirstInstanceConfig::default(),
+            keys: KeysConfig::default(),
+            password: PasswordConfig::default(),
+            login: LoginConfig::default(),
+            smtp: SmtpConfig::default(),
+            gcs: GcsConfig::default(),
+        }
+    }
+}
+
+impl Default for FirstInstanceConfig {
+    fn default() -> Self {
+        Self {
+            org_name: "latch".into(),
+            admin_username: "admin".into(),
+            admin_password: None,
+            admin_email: None,
+            machine_username: "latch-admin-sa".into(),
+            patpath: None,
+        }
+    }
+}
+
+impl Default for KeysConfig {
+    fn default() -> Self {
+        Self {
+            rotation_interval: "720h".into(),
+            prepublish: "1h".into(),
+            jwks_max_age: "5m".into(),
+            refresh_interval: "10s".into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Str,
+    U32,
+}
+
+/// One environment variable and the configuration key it sets.
+pub struct EnvVar {
+    pub name: &'static str,
+    key: &'static str,
+    kind: Kind,
+    /// May also be given as `<name>_FILE`, and is masked when printed.
+    pub secret: bool,
+}
+
+const fn var(name: &'static str, key: &'static str) -> EnvVar {
+    EnvVar { name, key, kind: Kind::Str, secret: false }
+}
+
+const fn num(name: &'static str, key: &'static str) -> EnvVar {
+    EnvVar { name, key, kind: Kind::U32, secret: false }
+}
+
+const fn secret(name: &'static str, key: &'static str) -> EnvVar {
+    EnvVar { name, key, kind: Kind::Str, secret: true }
+}
+
+/// Every environment variable latch reads for its configuration.
+pub const ENV_VARS: &[EnvVar] = &[
+    var("LATCH_EXTERNAL_URL", "external_url"),
+    var("LATCH_LISTEN", "listen"),
+    secret("LATCH_DATABASE_URL", "database_url"),
+    EnvVar { name: "LATCH_DATABASE_MAX_CONNECTIONS", key: "database_max_connections", kind: Kind::U32, secret: false },
+    secret("LATCH_MASTERKEY", "masterkey"),
+    var("LATCH_DATA_DIR", "data_dir"),
+    var("LATCH_LOG_FORMAT", "log_format"),
+    var("LATCH_LOG_LEVEL", "log_level"),
+    var("LATCH_SHUTDOWN_TIMEOUT", "shutdown_timeout"),
+    var("LATCH_SWEEP_INTERVAL", "sweep_interval"),
+    var("LATCH_FIRSTINSTANCE_ORG_NAME", "firstinstance.org_name"),
+    var("LATCH_FIRSTINSTANCE_ADMIN_USERNAME", "firstinstance.admin_username"),
+    secret("LATCH_FIRSTINSTANCE_ADMIN_PASSWORD", "firstinstance.admin_password"),
+    var("LATCH_FIRSTINSTANCE_ADMIN_EMAIL", "firstinstance.admin_email"),
+    var("LATCH_FIRSTINSTANCE_MACHINE_USERNAME", "firstinstance.machine_username"),
+    var("LATCH_FIRSTINSTANCE_PATPATH", "firstinstance.patpath"),
+    var("LATCH_KEYS_ROTATION_INTERVAL", "keys.rotation_interval"),
+    var("LATCH_KEYS_PREPUBLISH", "keys.prepublish"),
+    var("LATCH_KEYS_JWKS_MAX_AGE", "keys.jwks_max_age"),
+    var("LATCH_KEYS_REFRESH_INTERVAL", "keys.refresh_interval"),
+    num("LATCH_PASSWORD_ARGON2_MEMORY_KIB", "password.argon2_memory_kib"),
+    num("LATCH_PASSWORD_ARGON2_ITERATIONS", "password.argon2_iterations"),
+    num("LATCH_PASSWORD_ARGON2_PARALLELISM", "password.argon2_parallelism"),
+    var("LATCH_LOGIN_CODE_LIFETIME", "login.code_lifetime"),
+    var("LATCH_LOGIN_REQUEST_LIFETIME", "login.request_lifetime"),
+    var("LATCH_SMTP_HOST", "smtp.host"),
+    num("LATCH_SMTP_PORT", "smtp.port"),
+    var("LATCH_SMTP_TLS", "smtp.tls"),
+    var("LATCH_SMTP_USER", "smtp.user"),
+    secret("LATCH_SMTP_PASSWORD", "smtp.password"),
+    var("LATCH_SMTP_FROM", "smtp.from"),
+    var("LATCH_GCS_ENDPOINT", "gcs.endpoint"),
+    // The convention of Google's client libraries for an emulator.
+    var("STORAGE_EMULATOR_HOST", "gcs.emulator_host"),
+];
+
+/// `LATCH_` variables that are read elsewhere (the CLI and the test suite).
+const OTHER_KNOWN_VARS: &[&str] = &["LATCH_CONFIG", "LATCH_TEST_DATABASE_URL"];
+
+/// Builds the environment layer from `(name, value)` pairs, reading `_FILE` secrets.
+fn env_layer(env: &BTreeMap<String, String>) -> Result<Dict, ConfigError> {
+    let mut root = Dict::new();
+    for v in ENV_VARS {
+        let file_var = format!("{}_FILE", v.name);
+        let raw = match (env.get(v.name), env.get(&file_var)) {
+            (Some(_), Some(_)) => {
+                return Err(err(format!("{} and {file_var} are both set; use one", v.name)));
+            }
+            (Some(value), None) => value.clone(),
+            (None, Some(path)) if v.secret => std::fs::read_to_string(path)
+                .map(|s| s.trim_end_matches(['\r', '\n']).to_string())
+                .map_err(|e| err(format!("{file_var}: cannot read {path}: {e}")))?,
+            _ => continue,
+        };
+        let value = match v.kind {
+            Kind::Str => Value::from(raw),
+            Kind::U32 => Value::from(
+                raw.trim().parse::<u32>().map_err(|_| err(format!("{}: '{raw}' is not a whole number", v.name)))?,
+            ),
+        };
+        insert_dotted(&mut root, v.key, value);
+    }
+    Ok(root)
+}
+
+fn insert_dotted(root: &mut Dict, key: &str, value: Value) {
+    match key.split_once('.') {
+        None => {
+            root.insert(key.to_string(), value);
+        }
+        Some((head, rest)) => {
+            let entry = root.entry(head.to_string()).or_insert_with(|| Value::from(Dict::new()));
+            if let Value::Dict(_, dict) = entry {
+                insert_dotted(dict, rest, value);
+            }
+        }
+    }
+}
+
+/// `LATCH_` variables in `env` that latch does not know (likely typos).
+pub fn unknown_env_vars(env: &BTreeMap<String, String>) -> Vec<String> {
+    env.keys()
+        .filter(|k| k.starts_with("LATCH_"))
+        .filter(|k| {
+            let known =
+                ENV_VARS.iter().any(|v| v.name == k.as_str() || (v.secret && k.strip_suffix("_FILE") == Some(v.name)));
+            !known && !OTHER_KNOWN_VARS.contains(&k.as_str())
+        })
+        .cloned()
+        .collect()
+}
+
+impl Config {
+    /// Merges the layers. `file` is the `--config` argument; without it
+    /// [`DEFAULT_CONFIG_FILE`] is read when present.
+    pub fn load(file: Option<&Path>, env: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        match file {
+            Some(path) => {
+                if !path.is_file() {
+                    return Err(err(format!("--config: {} does not exist", path.display())));
+                }
+                figment = figment.merge(Toml::file_exact(path));
+            }
+            None => {
+                if Path::new(DEFAULT_CONFIG_FILE).is_file() {
+                    figment = figment.merge(Toml::file_exact(DEFAULT_CONFIG_FILE));
+                }
+            }
+        }
+        figment = figment.merge(Serialized::from(env_layer(env)?, figment::Profile::Default));
+        figment.extract::<Config>().map_err(|e| err(one_line(&e)))
+    }
+
+    /// Checks every value and returns the typed settings.
+    pub fn validate(&self) -> Result<Settings, ConfigError> {
+        let issuer_url = Url::parse(self.external_url.trim()).map_err(|e| {
+            err(format!("external_url (LATCH_EXTERNAL_URL): '{}' is not a URL: {e}", self.external_url))
+        })?;
+        if !matches!(issuer_url.scheme(), "http" | "https")
+            || issuer_url.host_str().is_none()
+            || issuer_url.query().is_some()
+            || issuer_url.fragment().is_some()
+        {
+            return Err(err(format!(
+                "external_url (LATCH_EXTERNAL_URL): '{}' must be an http(s) URL without query or fragment",
+                self.external_url
+            )));
+        }
+        let issuer = issuer_url.as_str().trim_end_matches('/').to_string();
+        let listen: SocketAddr = self.listen.trim().parse().map_err(|_| {
+            err(format!("listen (LATCH_LISTEN): '{}' is not an address like 127.0.0.1:8080", self.listen))
+        })?;
+        let database_url = self.database_url.trim().to_string();
+        if !(database_url.starts_with("sqlite:")
+            || database_url.starts_with("postgres://")
+            || database_url.starts_with("postgresql://"))
+        {
+            return Err(err(format!(
+                "database_url (LATCH_DATABASE_URL): '{}' must start with sqlite: or postgres://",
+                mask_url(&database_url)
+            )));
+        }
+        if self.database_max_connections == 0 {
+            return Err(err("database_max_connections (LATCH_DATABASE_MAX_CONNECTIONS) must be at least 1"));
+        }
+        let log_format = match self.log_format.as_str() {
+            "text" => LogFormat::Text,
+            "json" => LogFormat::Json,
+            other => {
+                return Err(err(format!("log_format (LATCH_LOG_FORMAT): '{other}' must be text or json")));
+            }
+        };
+        let masterkey = match &self.masterkey {
+            Some(k) => Some(parse_masterkey(k).map_err(|m| err(format!("masterkey (LATCH_MASTERKEY): {m}")))?),
+            None => None,
+        };
+        let dur = |name: &str, env: &str, v: &str| -> Result<i64, ConfigError> {
+            duration::parse(v).map(|d| d.as_secs() as i64).map_err(|e| err(format!("{name} ({env}): '{v}' {e}")))
+        };
+        let rotation_interval =
+            dur("keys.rotation_interval", "LATCH_KEYS_ROTATION_INTERVAL", &self.keys.rotation_interval)?;
+        let prepublish = dur("keys.prepublish", "LATCH_KEYS_PREPUBLISH", &self.keys.prepublish)?;
+        let jwks_max_age = dur("keys.jwks_max_age", "LATCH_KEYS_JWKS_MAX_AGE", &self.keys.jwks_max_age)?;
+        let refresh_interval =
+            dur("keys.refresh_interval", "LATCH_KEYS_REFRESH_INTERVAL", &self.keys.refresh_interval)?;
+        if prepublish <= jwks_max_age + refresh_interval {
+            return Err(err(
+                "keys.prepublish (LATCH_KEYS_PREPUBLISH) must be longer than keys.jwks_max_age plus keys.refresh_interval, so every replica and client cache sees a key before it signs",
+            ));
+        }
+        if rotation_interval <= prepublish {
+            return Err(err(
+                "keys.rotation_interval (LATCH_KEYS_ROTATION_INTERVAL) must be longer than keys.prepublish",
+            ));
+        }
+        if refresh_interval < 1 {
+            return Err(err("keys.refresh_interval (LATCH_KEYS_REFRESH_INTERVAL) must be at least 1s"));
+        }
+        let shutdown_timeout = dur("shutdown_timeout", "LATCH_SHUTDOWN_TIMEOUT", &self.shutdown_timeout)?;
+        let sweep_interval = dur("sweep_interval", "LATCH_SWEEP_INTERVAL", &self.sweep_interval)?;
+        if sweep_interval < 1 {
+            return Err(err("sweep_interval (LATCH_SWEEP_INTERVAL) must be at least 1s"));
+        }
+        let code_lifetime = dur("login.code_lifetime", "LATCH_LOGIN_CODE_LIFETIME", &self.login.code_lifetime)?;
+        let request_lifetime =
+            dur("login.request_lifetime", "LATCH_LOGIN_REQUEST_LIFETIME", &self.login.request_lifetime)?;
+        if !(1..=600).contains(&code_lifetime) {
+            return Err(err("login.code_lifetime (LATCH_LOGIN_CODE_LIFETIME) must be between 1s and 10m"));
+        }
+        if !(60..=86_400).contains(&request_lifetime) {
+            return Err(err("login.request_lifetime (LATCH_LOGIN_REQUEST_LIFETIME) must be between 1m and 24h"));
+        }
+        let smtp = self.smtp.validate(issuer_url.host_str().unwrap_or("localhost"))?;
+        let pw = &self.password;
+        if !(8..=4 * 1024 * 1024).contains(&pw.argon2_memory_kib)
+            || !(1..=100).contains(&pw.argon2_iterations)
+            || !(1..=64).contains(&pw.argon2_parallelism)
+            || pw.argon2_memory_kib < 8 * pw.argon2_parallelism
+        {
+            return Err(err(
+                "password.argon2_* (LATCH_PASSWORD_ARGON2_MEMORY_KIB, _ITERATIONS, _PARALLELISM): memory 8 KiB to 4 GiB (at least 8 KiB per lane), 1 to 100 iterations, 1 to 64 lanes",
+            ));
+        }
+        let fi = &self.firstinstance;
+        for (name, env, v) in [
+            ("firstinstance.org_name", "LATCH_FIRSTINSTANCE_ORG_NAME", &fi.org_name),
+            ("firstinstance.admin_username", "LATCH_FIRSTINSTANCE_ADMIN_USERNAME", &fi.admin_username),
+            ("firstinstance.machine_username", "LATCH_FIRSTINSTANCE_MACHINE_USERNAME", &fi.machine_username),
+        ] {
+            let n = v.trim().chars().count();
+            if n == 0 || n > 200 {
+                return Err(err(format!("{name} ({env}) must have 1 to 200 characters")));
+            }
+        }
+        if fi.admin_username.trim().eq_ignore_ascii_case(fi.machine_username.trim()) {
+            return Err(err("firstinstance.admin_username and firstinstance.machine_username must differ"));
+        }
+        let data_dir = PathBuf::from(&self.data_dir);
+        let pat_path = fi.patpath.as_ref().map(PathBuf::from).unwrap_or_else(|| data_dir.join("admin.pat"));
+        Ok(Settings {
+            secure_cookies: issuer_url.scheme() == "https",
+            issuer,
+            issuer_url,
+            listen,
+            database_url,
+            database_max_connections: self.database_max_connections,
+            masterkey,
+            data_dir,
+            log_format,
+            log_level: self.log_level.clone(),
+            shutdown_timeout: Duration::from_secs(shutdown_timeout as u64),
+            sweep_interval: Duration::from_secs(sweep_interval as u64),
+            first_instance: FirstInstance {
+                org_name: fi.org_name.trim().to_string(),
+                admin_username: fi.admin_username.trim().to_string(),
+                admin_password: fi.admin_password.clone(),
+                admin_email: fi.admin_email.clone(),
+                machine_username: fi.machine_username.trim().to_string(),
+                pat_path,
+            },
+            argon2: crate::crypto::password::Argon2Params {
+                memory_kib: pw.argon2_memory_kib,
+                iterations: pw.argon2_iterations,
+                parallelism: pw.argon2_parallelism,
+            },
+            code_lifetime,
+            request_lifetime,
+            smtp,
+            gcs_endpoint: self.gcs.endpoint.trim_end_matches('/').to_string(),
+            gcs_emulator: self.gcs.emulator_host.as_ref().map(|h| {
+                let h = h.trim().trim_end_matches('/');
+                if h.starts_with("http://") || h.starts_with("https://") {
+                    h.to_string()
+                } else {
+                    format!("http://{h}")
+                }
+            }),
+            keys: KeySettings {
+                rotation_interval,
+                prepublish,
+                jwks_max_age,
+                refresh_interval: Duration::from_secs(refresh_interval as u64),
+            },
+        })
+    }
+
+    /// The configuration as TOML with every secret masked (for `latch check-config`).
+    pub fn masked_toml(&self) -> String {
+        let mut c = self.clone();
+        c.database_url = mask_url(&c.database_url);
+        if c.masterkey.is_some() {
+            c.masterkey = Some("********".into());
+        }
+        if c.firstinstance.admin_password.is_some() {
+            c.firstinstance.admin_password = Some("********".into());
+        }
+        if c.smtp.password.is_some() {
+            c.smtp.password = Some("********".into());
+        }
+        toml_string(&c)
+    }
+}
+
+fn toml_string(c: &Config) -> String {
+    // figment's TOML support is read-only; a small writer is enough for this flat shape.
+    let mut out = String::new();
+    let json = serde_json::to_value(c).unwrap_or_default();
+    let mut tables = Vec::new();
+    if let Some(obj) = json.as_object() {
+        for (k, v) in obj {
+            if v.is_object() {
+                tables.push((k, v));
+            } else if !v.is_null() {
+                out.push_str(&format!("{k} = {v}\n"));
+            }
+        }
+        for (name, table) in tables {
+            out.push_str(&format!("\n[{name}]\n"));
+            if let Some(t) = table.as_object() {
+                for (k, v) in t {
+                    if !v.is_null() {
+                        out.push_str(&format!("{k} = {v}\n"));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn one_line(e: &figment::Error) -> String {
+    let mut parts = Vec::new();
+    for e in e.clone() {
+        let path = e.path.join(".");
+        let src = e.metadata.as_ref().map(|m| m.name.to_string()).unwrap_or_default();
+        parts.push(if path.is_empty() { format!("{} ({src})", e.kind) } else { format!("{path}: {} ({src})", e.kind) });
+    }
+    parts.join("; ")
+}
+
+/// Replaces the password of a database URL by asterisks.
+pub fn mask_url(raw: &str) -> String {
+    match Url::parse(raw) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("********"));
+            u.to_string()
+        }
+        _ => raw.to_string(),
+    }
+}
+
+/// A master key is 32 bytes: either a 32-character string or the standard base64 of 32 bytes.
+pub fn parse_masterkey(raw: &str) -> Result<[u8; 32], String> {
+    use base64::Engine;
+    let raw = raw.trim_end_matches(['\r', '\n']);
+    if raw.len() == 32 {
+        let mut k = [0u8; 32];
+        k.copy_from_slice(raw.as_bytes());
+        return Ok(k);
+    }
+    if let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(raw)
+        && bytes.len() == 32
+    {
+        let mut k = [0u8; 32];
+        k.copy_from_slice(&bytes);
+        return Ok(k);
+    }
+    Err(format!("must be exactly 32 characters or the base64 of 32 bytes (got {} characters)", raw.chars().count()))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// The checked settings the server runs with.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The issuer: the external URL without a trailing slash.
+    pub issuer: String,
+    pub issuer_url: Url,
+    pub secure_cookies: bool,
+    pub listen: SocketAddr,
+    pub database_url: String,
+    pub database_max_connections: u32,
+    pub masterkey: Option<[u8; 32]>,
+    pub data_dir: PathBuf,
+    pub log_format: LogFormat,
+    pub log_level: String,
+    pub shutdown_timeout: Duration,
+    pub sweep_interval: Duration,
+    pub first_instance: FirstInstance,
+    pub keys: KeySettings,
+    pub argon2: crate::crypto::password::Argon2Params,
+    /// Seconds an authorization code may be redeemed.
+    pub code_lifetime: i64,
+    /// Seconds a pending authorization request lives.
+    pub request_lifetime: i64,
+    pub smtp: Option<SmtpSettings>,
+    pub gcs_endpoint: String,
+    pub gcs_emulator: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmtpTls {
+    StartTls,
+    Tls,
+    None,
+}
+
+#[derive(Clone, Debug)]
+pub struct SmtpSettings {
+    pub host: String,
+    pub port: u16,
+    pub tls: SmtpTls,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub from: String,
+}
+
+impl SmtpConfig {
+    fn validate(&self, external_host: &str) -> Result<Option<SmtpSettings>, ConfigError> {
+        let Some(host) = self.host.as_ref().map(|h| h.trim().to_string()).filter(|h| !h.is_empty()) else {
+            return Ok(None);
+        };
+        let tls = match self.tls.as_deref().unwrap_or("starttls") {
+            "starttls" => SmtpTls::StartTls,
+            "tls" => SmtpTls::Tls,
+            "none" => SmtpTls::None,
+            other => {
+                return Err(err(format!("smtp.tls (LATCH_SMTP_TLS): '{other}' must be starttls, tls or none")));
+            }
+        };
+        let port = match self.port {
+            Some(p) => u16::try_from(p)
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| err("smtp.port (LATCH_SMTP_PORT) must be 1 to 65535"))?,
+            None => match tls {
+                SmtpTls::Tls => 465,
+                SmtpTls::StartTls => 587,
+                SmtpTls::None => 25,
+            },
+        };
+        let from = self.from.clone().unwrap_or_else(|| format!("latch <noreply@{external_host}>"));
+        if from.parse::<lettre::message::Mailbox>().is_err() {
+            return Err(err(format!(
+                "smtp.from (LATCH_SMTP_FROM): '{from}' is not an address like 'latch <noreply@example.com>'"
+            )));
+        }
+        if self.user.is_some() != self.password.is_some() {
+            return Err(err("smtp.user and smtp.password (LATCH_SMTP_USER, LATCH_SMTP_PASSWORD) go together"));
+        }
+        Ok(Some(SmtpSettings { host, port, tls, user: self.user.clone(), password: self.password.clone(), from }))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct FirstInstance {
+    pub org_name: String,
+    pub admin_username: String,
+    pub admin_password: Option<String>,
+    pub admin_email: Option<String>,
+    pub machine_username: String,
+    pub pat_path: PathBuf,
+}
+
+/// Signing key rotation, all in seconds except the refresh interval.
+#[derive(Clone, Debug)]
+pub struct KeySettings {
+    pub rotation_interval: i64,
+    pub prepublish: i64,
+    pub jwks_max_age: i64,
+    pub refresh_interval: Duration,
+}
+
+impl Settings {
+    /// The host of the external URL (used for the default organization's domain).
+    pub fn external_host(&self) -> String {
+        self.issuer_url.host_str().unwrap_or("localhost").to_ascii_lowercase()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn defaults_validate() {
+        let s = Config::load(None, &env(&[])).unwrap().validate().unwrap();
+        assert_eq!(s.issuer, "http://localhost:8080");
+        assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(s.database_url, "sqlite://data/latch.db");
+        assert_eq!(s.first_instance.pat_path, PathBuf::from("data/admin.pat"));
+        assert!(!s.secure_cookies);
+    }
+
+    #[test]
+    fn env_overrides_nested_keys_and_reads_secret_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let pw = dir.path().join("pw");
+        std::fs::write(&pw, "S3cret-pass!\n").unwrap();
+        let e = env(&[
+            ("LATCH_EXTERNAL_URL", "https://id.example.com/"),
+            ("LATCH_FIRSTINSTANCE_ORG_NAME", "Acme"),
+            ("LATCH_FIRSTINSTANCE_ADMIN_PASSWORD_FILE", pw.to_str().unwrap()),
+            ("LATCH_DATABASE_MAX_CONNECTIONS", "4"),
+        ]);
+        let s = Config::load(None, &e).unwrap().validate().unwrap();
+        assert_eq!(s.issuer, "https://id.example.com");
+        assert!(s.secure_cookies);
+        assert_eq!(s.first_instance.org_name, "Acme");
+        assert_eq!(s.first_instance.admin_password.as_deref(), Some("S3cret-pass!"));
+        assert_eq!(s.database_max_connections, 4);
+    }
+
+    #[test]
+    fn bad_values_name_the_setting() {
+        let e = env(&[("LATCH_LISTEN", "nonsense")]);
+        let msg = Config::load(None, &e).unwrap().validate().unwrap_err().to_string();
+        assert!(msg.contains("LATCH_LISTEN"), "{msg}");
+        let e = env(&[("LATCH_DATABASE_MAX_CONNECTIONS", "many")]);
+        let msg = Config::load(None, &e).unwrap_err().to_string();
+        assert!(msg.contains("LATCH_DATABASE_MAX_CONNECTIONS"), "{msg}");
+        let e = env(&[("LATCH_MASTERKEY", "short")]);
+        let msg = Config::load(None, &e).unwrap().validate().unwrap_err().to_string();
+        assert!(msg.contains("LATCH_MASTERKEY"), "{msg}");
+        let e = env(&[("LATCH_KEYS_PREPUBLISH", "1m")]);
+        let msg = Config::load(None, &e).unwrap().validate().unwrap_err().to_string();
+        assert!(msg.contains("LATCH_KEYS_PREPUBLISH"), "{msg}");
+    }
+
+    #[test]
+    fn toml_file_layer_and_unknown_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("latch.toml");
+        std::fs::write(&f, "listen = \"0.0.0.0:9000\"\n[firstinstance]\norg_name = \"FromFile\"\n").unwrap();
+        let s =
+            Config::load(Some(&f), &env(&[("LATCH_FIRSTINSTANCE_ORG_NAME", "FromEnv")])).unwrap().validate().unwrap();
+        assert_eq!(s.listen.port(), 9000);
+        assert_eq!(s.first_instance.org_name, "FromEnv", "env wins over the file");
+        std::fs::write(&f, "lisen = \"0.0.0.0:9000\"\n").unwrap();
+        let msg = Config::load(Some(&f), &env(&[])).unwrap_err().to_string();
+        assert!(msg.contains("lisen"), "{msg}");
+    }
+
+    #[test]
+    fn unknown_variables_are_reported() {
+        let e = env(&[
+            ("LATCH_LISTN", "x"),
+            ("LATCH_MASTERKEY_FILE", "/x"),
+            ("LATCH_LISTEN_FILE", "/x"),
+            ("LATCH_TEST_DATABASE_URL", "x"),
+        ]);
+        assert_eq!(unknown_env_vars(&e), vec!["LATCH_LISTEN_FILE", "LATCH_LISTN"]);
+    }
+
+    #[test]
+    fn masked_output_hides_secrets() {
+        let c = Config {
+            database_url: "postgres://u:hunter2@db/latch".into(),
+            masterkey: Some("MasterkeyNeedsToHave32Characters".into()),
+            ..Config::default()
+        };
+        let out = c.masked_toml();
+        assert!(!out.contains("hunter2") && !out.contains("MasterkeyNeeds"), "{out}");
+    }
+
+    #[test]
+    fn masterkey_forms() {
+        assert!(parse_masterkey("MasterkeyNeedsToHave32Characters").is_ok());
+        assert!(parse_masterkey("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=").is_ok());
+        assert!(parse_masterkey("too short").is_err());
+    }
+}

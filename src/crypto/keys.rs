@@ -1,0 +1,254 @@
+//! Asymmetric keys: the server's signing keys (RS256, ES256, EdDSA) and the RSA key pairs handed
+//! to machine users and applications in key files.
+
+use aws_lc_rs::encoding::{AsDer, PublicKeyX509Der};
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::rsa::{KeyPair as RsaKeyPair, KeySize, PublicKeyComponents};
+use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair, KeyPair, RSA_PKCS1_SHA256};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::CryptoError;
+
+/// JWS algorithms latch signs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum KeyAlg {
+    RS256,
+    ES256,
+    EdDSA,
+}
+
+impl KeyAlg {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyAlg::RS256 => "RS256",
+            KeyAlg::ES256 => "ES256",
+            KeyAlg::EdDSA => "EdDSA",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "RS256" => Some(KeyAlg::RS256),
+            "ES256" => Some(KeyAlg::ES256),
+            "EdDSA" => Some(KeyAlg::EdDSA),
+            _ => None,
+        }
+    }
+}
+
+/// What kind of key to generate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeySpec {
+    Rsa { bits: u32 },
+    EcP256,
+    Ed25519,
+}
+
+impl KeySpec {
+    pub fn alg(self) -> KeyAlg {
+        match self {
+            KeySpec::Rsa { .. } => KeyAlg::RS256,
+            KeySpec::EcP256 => KeyAlg::ES256,
+            KeySpec::Ed25519 => KeyAlg::EdDSA,
+        }
+    }
+}
+
+enum Inner {
+    Rsa(RsaKeyPair),
+    Ec(EcdsaKeyPair),
+    Ed(Ed25519KeyPair),
+}
+
+/// A private key ready to sign.
+pub struct SigningKey {
+    alg: KeyAlg,
+    inner: Inner,
+}
+
+impl std::fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SigningKey({})", self.alg.as_str())
+    }
+}
+
+fn b64(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+impl SigningKey {
+    /// Generates a key; returns it with its PKCS#8 DER encoding (for storage).
+    pub fn generate(spec: KeySpec) -> Result<(Self, Vec<u8>), CryptoError> {
+        let pkcs8 = match spec {
+            KeySpec::Rsa { bits } => {
+                let size = match bits {
+                    2048 => KeySize::Rsa2048,
+                    3072 => KeySize::Rsa3072,
+                    4096 => KeySize::Rsa4096,
+                    _ => {
+                        return Err(CryptoError::KeyRejected(format!("unsupported RSA size {bits}")));
+                    }
+                };
+                let kp = RsaKeyPair::generate(size)?;
+                AsDer::<aws_lc_rs::encoding::Pkcs8V1Der>::as_der(&kp)?.as_ref().to_vec()
+            }
+            KeySpec::EcP256 => {
+                let rng = SystemRandom::new();
+                EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)?.as_ref().to_vec()
+            }
+            KeySpec::Ed25519 => {
+                let rng = SystemRandom::new();
+                Ed25519KeyPair::generate_pkcs8(&rng)?.as_ref().to_vec()
+            }
+        };
+        let key = Self::from_pkcs8(spec.alg(), &pkcs8)?;
+        Ok((key, pkcs8))
+    }
+
+    pub fn from_pkcs8(alg: KeyAlg, der: &[u8]) -> Result<Self, CryptoError> {
+        let inner = match alg {
+            KeyAlg::RS256 => Inner::Rsa(RsaKeyPair::from_pkcs8(der)?),
+            KeyAlg::ES256 => Inner::Ec(EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, der)?),
+            KeyAlg::EdDSA => Inner::Ed(Ed25519KeyPair::from_pkcs8_maybe_unchecked(der)?),
+        };
+        Ok(Self { alg, inner })
+    }
+
+    pub fn alg(&self) -> KeyAlg {
+        self.alg
+    }
+
+    /// Size of an RSA key in bits.
+    pub fn rsa_bits(&self) -> Option<usize> {
+        match &self.inner {
+            Inner::Rsa(kp) => Some(kp.public_modulus_len() * 8),
+            _ => None,
+        }
+    }
+
+    /// The raw JWS signature of `msg`.
+    pub fn sign(&self, msg: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        match &self.inner {
+            Inner::Rsa(kp) => {
+                let mut sig = vec![0u8; kp.public_modulus_len()];
+                kp.sign(&RSA_PKCS1_SHA256, &SystemRandom::new(), msg, &mut sig)?;
+                Ok(sig)
+            }
+            Inner::Ec(kp) => Ok(kp.sign(&SystemRandom::new(), msg)?.as_ref().to_vec()),
+            Inner::Ed(kp) => Ok(kp.sign(msg).as_ref().to_vec()),
+        }
+    }
+
+    /// The public half as a JWK with `kid`, `use` and `alg`.
+    pub fn public_jwk(&self, kid: &str) -> serde_json::Value {
+        match &self.inner {
+            Inner::Rsa(kp) => {
+                let c = PublicKeyComponents::<Vec<u8>>::from(kp.public_key());
+                json!({"kty": "RSA", "kid": kid, "use": "sig", "alg": "RS256",
+                       "n": b64(&c.n), "e": b64(&c.e)})
+            }
+            Inner::Ec(kp) => {
+                let point = kp.public_key().as_ref();
+                // Uncompressed point: 0x04 || x || y.
+                let (x, y) = point[1..].split_at(32);
+                json!({"kty": "EC", "kid": kid, "use": "sig", "alg": "ES256", "crv": "P-256",
+                       "x": b64(x), "y": b64(y)})
+            }
+            Inner::Ed(kp) => {
+                json!({"kty": "OKP", "kid": kid, "use": "sig", "alg": "EdDSA", "crv": "Ed25519",
+                       "x": b64(kp.public_key().as_ref())})
+            }
+        }
+    }
+}
+
+/// An RSA key pair for a key file: the private key as PKCS#8 PEM (given to the caller once, not
+/// kept) and the public key as SubjectPublicKeyInfo PEM (kept to verify assertions).
+pub struct ClientKeyPair {
+    pub private_pem: String,
+    pub public_pem: String,
+}
+
+pub fn generate_client_key() -> Result<ClientKeyPair, CryptoError> {
+    let kp = RsaKeyPair::generate(KeySize::Rsa2048)?;
+    let private = AsDer::<aws_lc_rs::encoding::Pkcs8V1Der>::as_der(&kp)?;
+    let public: PublicKeyX509Der = kp.public_key().as_der()?;
+    Ok(ClientKeyPair {
+        private_pem: super::pem::encode("PRIVATE KEY", private.as_ref()),
+        public_pem: super::pem::encode("PUBLIC KEY", public.as_ref()),
+    })
+}
+
+/// The family of an uploaded public key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PublicKeyFamily {
+    Rsa,
+    Ec,
+    Ed,
+}
+
+/// Checks that `pem` is a public key latch can verify signatures with.
+pub fn classify_public_pem(pem: &str) -> Option<PublicKeyFamily> {
+    use jsonwebtoken::DecodingKey;
+    let bytes = pem.as_bytes();
+    let (label, _) = super::pem::decode(pem)?;
+    if label != "PUBLIC KEY" && label != "RSA PUBLIC KEY" {
+        return None;
+    }
+    if DecodingKey::from_rsa_pem(bytes).is_ok() {
+        Some(PublicKeyFamily::Rsa)
+    } else if DecodingKey::from_ec_pem(bytes).is_ok() {
+        Some(PublicKeyFamily::Ec)
+    } else if DecodingKey::from_ed_pem(bytes).is_ok() {
+        Some(PublicKeyFamily::Ed)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+
+    fn verify_with_jwk(alg: Algorithm, key: &SigningKey) {
+        let header = b64(format!(r#"{{"alg":"{}","kid":"k1"}}"#, key.alg().as_str()).as_bytes());
+        let payload = b64(br#"{"sub":"x","exp":99999999999}"#);
+        let input = format!("{header}.{payload}");
+        let sig = b64(&key.sign(input.as_bytes()).unwrap());
+        let token = format!("{input}.{sig}");
+        let jwk: jsonwebtoken::jwk::Jwk = serde_json::from_value(key.public_jwk("k1")).unwrap();
+        let dk = DecodingKey::from_jwk(&jwk).unwrap();
+        let mut v = Validation::new(alg);
+        v.validate_aud = false;
+        v.required_spec_claims.clear();
+        jsonwebtoken::decode::<serde_json::Value>(&token, &dk, &v).unwrap();
+    }
+
+    #[test]
+    fn every_algorithm_signs_verifiably_and_reloads() {
+        for (spec, alg) in [
+            (KeySpec::Rsa { bits: 2048 }, Algorithm::RS256),
+            (KeySpec::EcP256, Algorithm::ES256),
+            (KeySpec::Ed25519, Algorithm::EdDSA),
+        ] {
+            let (key, der) = SigningKey::generate(spec).unwrap();
+            verify_with_jwk(alg, &key);
+            let again = SigningKey::from_pkcs8(spec.alg(), &der).unwrap();
+            verify_with_jwk(alg, &again);
+        }
+    }
+
+    #[test]
+    fn client_keys_are_usable_pem() {
+        let kp = generate_client_key().unwrap();
+        assert!(kp.private_pem.starts_with("-----BEGIN PRIVATE KEY-----"));
+        assert_eq!(classify_public_pem(&kp.public_pem), Some(PublicKeyFamily::Rsa));
+        assert!(jsonwebtoken::EncodingKey::from_rsa_pem(kp.private_pem.as_bytes()).is_ok());
+        assert_eq!(classify_public_pem("not a key"), None);
+        assert_eq!(classify_public_pem(&kp.private_pem), None, "a private key is not a public key");
+    }
+}

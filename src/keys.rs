@@ -1,0 +1,329 @@
+//! The signing keys: loading (decrypting) them from the store, the key set served at
+//! `/oauth/v2/keys`, which key signs now, and scheduled rotation.
+//!
+//! Replicas agree through the store: every key row carries `activate_at`, the time it starts
+//! signing, and the key that signs at `now` is the one with the latest `activate_at <= now`.
+//! Rotation creates (or schedules) the next key `prepublish` ahead of time, so it is in every
+//! replica's key set and every client's cache before it signs; a retired key stays published
+//! until the longest-lived token it signed has expired. Each replica reloads the keys every
+//! `refresh_interval`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use axum::body::Bytes;
+use serde_json::json;
+
+use crate::clock::SharedClock;
+use crate::config::KeySettings;
+use crate::crypto::CryptoError;
+use crate::crypto::aead::{Aead, Purpose};
+use crate::crypto::keys::{KeyAlg, KeySpec, SigningKey};
+use crate::domain::settings::OidcSettings;
+use crate::store::{Conn, Db, StoreError, setting, web_key};
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("signing key {0} cannot be decrypted: the master key differs from the one the store was created with")]
+    WrongMasterKey(String),
+    #[error(transparent)]
+    Crypto(#[from] CryptoError),
+}
+
+/// Where a key is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyState {
+    /// Published, not signing yet.
+    Initial,
+    Active,
+    /// Superseded, still published.
+    Inactive,
+}
+
+pub struct LoadedKey {
+    pub key_id: String,
+    pub generation: i64,
+    pub spec: String,
+    pub created_at: i64,
+    pub changed_at: i64,
+    pub activate_at: Option<i64>,
+    pub signer: Arc<SigningKey>,
+    pub jwk: serde_json::Value,
+    /// The public key, ready to verify signatures.
+    pub verifier: Arc<jsonwebtoken::DecodingKey>,
+}
+
+impl LoadedKey {
+    pub fn alg(&self) -> KeyAlg {
+        self.signer.alg()
+    }
+
+    /// The JWS algorithm as jsonwebtoken names it.
+    pub fn jws_alg(&self) -> jsonwebtoken::Algorithm {
+        match self.alg() {
+            KeyAlg::RS256 => jsonwebtoken::Algorithm::RS256,
+            KeyAlg::ES256 => jsonwebtoken::Algorithm::ES256,
+            KeyAlg::EdDSA => jsonwebtoken::Algorithm::EdDSA,
+        }
+    }
+
+    pub fn find<'a>(set: &'a KeySet, kid: &str) -> Option<&'a Arc<LoadedKey>> {
+        set.keys.iter().find(|k| k.key_id == kid)
+    }
+}
+
+pub struct KeySet {
+    pub keys: Vec<Arc<LoadedKey>>,
+    /// The JWKS document, rendered once per reload.
+    pub jwks: Bytes,
+}
+
+impl KeySet {
+    /// The key that signs at `now`.
+    pub fn active(&self, now: i64) -> Option<&Arc<LoadedKey>> {
+        self.keys
+            .iter()
+            .filter(|k| k.activate_at.is_some_and(|t| t <= now))
+            .max_by_key(|k| (k.activate_at, k.generation))
+    }
+
+    pub fn state(&self, key: &LoadedKey, now: i64) -> KeyState {
+        match key.activate_at {
+            Some(t) if t <= now => {
+                if self.active(now).is_some_and(|a| a.key_id == key.key_id) {
+                    KeyState::Active
+                } else {
+                    KeyState::Inactive
+                }
+            }
+            _ => KeyState::Initial,
+        }
+    }
+
+    /// When `key` stopped signing (the activation of its successor), if it has.
+    fn superseded_at(&self, key: &LoadedKey, now: i64) -> Option<i64> {
+        let own = key.activate_at.filter(|t| *t <= now)?;
+        self.keys.iter().filter_map(|k| k.activate_at).filter(|t| *t <= now && (*t > own)).min().or_else(|| {
+            // Same activation time: the higher generation wins, the other is superseded at once.
+            self.keys.iter().any(|k| k.activate_at == Some(own) && k.generation > key.generation).then_some(own)
+        })
+    }
+}
+
+pub struct KeyManager {
+    db: Db,
+    cipher: Aead,
+    clock: SharedClock,
+    settings: KeySettings,
+    current: RwLock<Arc<KeySet>>,
+}
+
+impl std::fmt::Debug for KeyManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyManager")
+    }
+}
+
+fn spec_name(spec: KeySpec) -> String {
+    match spec {
+        KeySpec::Rsa { bits } => format!("rsa-{bits}"),
+        KeySpec::EcP256 => "ecdsa-p256".into(),
+        KeySpec::Ed25519 => "ed25519".into(),
+    }
+}
+
+impl KeyManager {
+    pub async fn new(
+        db: Db,
+        master: &[u8; 32],
+        clock: SharedClock,
+        settings: KeySettings,
+    ) -> Result<Arc<Self>, KeyError> {
+        let manager = Arc::new(Self {
+            db,
+            cipher: Aead::derive(master, Purpose::SigningKey)?,
+            clock,
+            settings,
+            current: RwLock::new(Arc::new(KeySet { keys: Vec::new(), jwks: Bytes::from_static(b"{\"keys\":[]}") })),
+        });
+        manager.reload().await?;
+        Ok(manager)
+    }
+
+    pub fn settings(&self) -> &KeySettings {
+        &self.settings
+    }
+
+    pub fn current(&self) -> Arc<KeySet> {
+        match self.current.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The key that signs now.
+    pub fn active(&self) -> Option<Arc<LoadedKey>> {
+        self.current().active(self.clock.now()).cloned()
+    }
+
+    pub fn jwks(&self) -> Bytes {
+        self.current().jwks.clone()
+    }
+
+    /// Re-reads the keys from the store; keys already decrypted are reused.
+    pub async fn reload(&self) -> Result<(), KeyError> {
+        let rows = {
+            let mut c = self.db.conn().await?;
+            web_key::list(&mut c).await?
+        };
+        let previous: HashMap<String, Arc<LoadedKey>> =
+            self.current().keys.iter().map(|k| (k.key_id.clone(), k.clone())).collect();
+        let mut keys = Vec::with_capacity(rows.len());
+        for row in rows {
+            let (signer, verifier) = match previous.get(&row.key_id) {
+                Some(k) => (k.signer.clone(), k.verifier.clone()),
+                None => {
+                    let alg = KeyAlg::parse(&row.alg).ok_or_else(|| {
+                        StoreError::Corrupt(format!("web_key {}: unknown alg {}", row.key_id, row.alg))
+                    })?;
+                    let der = self
+                        .cipher
+                        .open(row.key_id.as_bytes(), &row.private_key)
+                        .map_err(|_| KeyError::WrongMasterKey(row.key_id.clone()))?;
+                    let signer = SigningKey::from_pkcs8(alg, &der)?;
+                    let jwk: jsonwebtoken::jwk::Jwk = serde_json::from_value(signer.public_jwk(&row.key_id))
+                        .map_err(|e| StoreError::Corrupt(format!("web_key {}: {e}", row.key_id)))?;
+                    let verifier = jsonwebtoken::DecodingKey::from_jwk(&jwk)
+                        .map_err(|e| StoreError::Corrupt(format!("web_key {}: {e}", row.key_id)))?;
+                    (Arc::new(signer), Arc::new(verifier))
+                }
+            };
+            let jwk = serde_json::from_str(&row.public_jwk)
+                .map_err(|e| StoreError::Corrupt(format!("web_key {}: {e}", row.key_id)))?;
+            keys.push(Arc::new(LoadedKey {
+                key_id: row.key_id,
+                generation: row.generation,
+                spec: row.spec,
+                created_at: row.created_at,
+                changed_at: row.changed_at,
+                activate_at: row.activate_at,
+                signer,
+                jwk,
+                verifier,
+            }));
+        }
+        // Newest first: clients that pick the first key find the current one quickly.
+        keys.sort_by_key(|k| std::cmp::Reverse(k.generation));
+        let jwks = json!({ "keys": keys.iter().map(|k| k.jwk.clone()).collect::<Vec<_>>() });
+        let set = Arc::new(KeySet { keys, jwks: Bytes::from(jwks.to_string()) });
+        match self.current.write() {
+            Ok(mut g) => *g = set,
+            Err(poisoned) => *poisoned.into_inner() = set,
+        }
+        Ok(())
+    }
+
+    /// Generates a key and stores it (encrypted) with the next generation number.
+    pub async fn create(&self, c: &mut Conn, spec: KeySpec, activate_at: Option<i64>) -> Result<String, KeyError> {
+        let (signer, der) = tokio::task::spawn_blocking(move || SigningKey::generate(spec))
+            .await
+            .map_err(|_| CryptoError::Unspecified)??;
+        let key_id = crate::id::new_id();
+        let now = self.clock.now();
+        let row = web_key::WebKeyRow {
+            generation: web_key::max_generation(c).await? + 1,
+            alg: signer.alg().as_str().to_string(),
+            spec: spec_name(spec),
+            public_jwk: signer.public_jwk(&key_id).to_string(),
+            private_key: self.cipher.seal(key_id.as_bytes(), &der)?,
+            created_at: now,
+            changed_at: now,
+            activate_at,
+            key_id: key_id.clone(),
+        };
+        web_key::insert(c, &row).await?;
+        Ok(key_id)
+    }
+
+    /// One maintenance round: schedule or create the next key when due, drop keys no token
+    /// needs any more, then reload. Safe to run on every replica at once.
+    pub async fn maintain(&self) -> Result<(), KeyError> {
+        self.reload().await?;
+        let now = self.clock.now();
+        let set = self.current();
+        let s = &self.settings;
+        let mut c = self.db.conn().await?;
+        let pending = set.keys.iter().any(|k| k.activate_at.is_some_and(|t| t > now));
+        match set.active(now) {
+            None => {
+                // Nothing signs (the store lost its keys): a key must sign at once.
+                match self.create(&mut c, KeySpec::Rsa { bits: 2048 }, Some(now)).await {
+                    Ok(id) => {
+                        tracing::warn!(key_id = %id, "no active signing key; created one that signs immediately")
+                    }
+                    Err(KeyError::Store(StoreError::Conflict)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Some(active) if !pending => {
+                let since = active.activate_at.unwrap_or(now);
+                if since + s.rotation_interval - s.prepublish <= now {
+                    let at = (now + s.prepublish).max(since + s.rotation_interval);
+                    // Prefer a key an operator created in advance.
+                    let unscheduled = set.keys.iter().filter(|k| k.activate_at.is_none()).min_by_key(|k| k.generation);
+                    match unscheduled {
+                        Some(k) => {
+                            if web_key::schedule(&mut c, &k.key_id, at.max(k.created_at + s.prepublish), now, true)
+                                .await?
+                            {
+                                tracing::info!(key_id = %k.key_id, activate_at = at, "scheduled the next signing key");
+                            }
+                        }
+                        None => match self.create(&mut c, KeySpec::Rsa { bits: 2048 }, Some(at)).await {
+                            Ok(id) => {
+                                tracing::info!(key_id = %id, activate_at = at, "created the next signing key")
+                            }
+                            Err(KeyError::Store(StoreError::Conflict)) => {}
+                            Err(e) => return Err(e),
+                        },
+                    }
+                }
+            }
+            Some(_) => {}
+        }
+        let oidc = setting::load::<OidcSettings>(&mut c, setting::INSTANCE).await?.value;
+        // One minute of grace for clock differences between replicas and clients.
+        let keep_for = oidc.longest_signed_token() + 60;
+        for k in &set.keys {
+            if let Some(at) = set.superseded_at(k, now)
+                && at + keep_for < now
+                && web_key::delete(&mut c, &k.key_id).await?
+            {
+                tracing::info!(key_id = %k.key_id, "removed a retired signing key");
+            }
+        }
+        drop(c);
+        self.reload().await
+    }
+
+    /// Runs [`maintain`](Self::maintain) every refresh interval until `shutdown` fires.
+    pub fn spawn(self: &Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) -> tokio::task::JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(this.settings.refresh_interval);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {
+                        if let Err(e) = this.maintain().await {
+                            tracing::warn!(error = %e, "signing key maintenance failed; will retry");
+                        }
+                    }
+                    _ = shutdown.changed() => break,
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,27 @@
+//! latch: an OpenID Connect identity provider and OAuth 2.0 authorization server.
+//!
+//! `main.rs` only parses the command line; everything else lives here so tests can build the
+//! application in-process: [`app::start`] opens the store and bootstraps it, [`app::router`]
+//! builds the HTTP interface, [`app::serve`] serves it.
+
+pub mod admin;
+pub mod api;
+pub mod app;
+pub mod bootstrap;
+pub mod clock;
+pub mod config;
+pub mod crypto;
+pub mod domain;
+pub mod id;
+pub mod keys;
+pub mod login;
+pub mod management;
+pub mod migration;
+pub mod oauth;
+pub mod oidc;
+pub mod ops;
+pub mod paths;
+pub mod store;
+pub mod sweep;
+pub mod telemetry;
+pub mod v2;

@@ -1,0 +1,52 @@
+//! One-time codes sent by e-mail: address verification and initial passwords. Eight characters
+//! from an alphabet without look-alikes, stored by digest, five wrong guesses at most.
+
+use super::i18n::Texts;
+use crate::app::AppState;
+use crate::crypto::secret;
+use crate::store::user::User;
+use crate::store::user_code::{self, CodeCheck};
+use crate::store::{Conn, StoreError};
+
+pub const VERIFY: &str = "verify_email";
+pub const INIT: &str = "init_password";
+const ATTEMPTS: i64 = 5;
+const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+
+fn new_code() -> String {
+    secret::random_bytes::<8>().iter().map(|b| ALPHABET[(*b as usize) % ALPHABET.len()] as char).collect()
+}
+
+fn digest(code: &str) -> Vec<u8> {
+    secret::digest(&code.trim().to_ascii_uppercase())
+}
+
+/// Sends a new code of `purpose` to a human user (replacing any earlier one). A failure to
+/// deliver is logged, not returned: the person can ask for a new code.
+pub async fn send(state: &AppState, c: &mut Conn, u: &User, purpose: &str, t: &Texts) -> Result<(), StoreError> {
+    let Some(h) = u.human() else { return Ok(()) };
+    let code = new_code();
+    let now = state.clock.now();
+    let (life, subject, body) = if purpose == INIT {
+        (72 * 3600, t.mail_init_subject, t.mail_init_body)
+    } else {
+        (3600, t.mail_verify_subject, t.mail_verify_body)
+    };
+    user_code::put(c, &u.user_id, purpose, &digest(&code), now, now + life).await?;
+    let body = body.replace("{name}", &h.first_name).replace("{code}", &code);
+    if let Err(e) = state.mailer.send(&h.display_name, &h.email, subject, &body).await {
+        tracing::error!(error = %e, user_id = %u.user_id, "sending an e-mail failed");
+    }
+    Ok(())
+}
+
+/// Checks a code; a valid one is consumed.
+pub async fn check(
+    state: &AppState,
+    c: &mut Conn,
+    user_id: &str,
+    purpose: &str,
+    code: &str,
+) -> Result<CodeCheck, StoreError> {
+    user_code::check(c, user_id, purpose, &digest(code), state.clock.now(), ATTEMPTS).await
+}

@@ -1,0 +1,77 @@
+//! Outgoing e-mail: through SMTP when configured, otherwise into `{data_dir}/outbox/` (one
+//! `.eml` file per message, logged), so the embedded default works with no mail server.
+
+use std::path::PathBuf;
+
+use lettre::message::{Mailbox, header::ContentType};
+use lettre::transport::smtp::authentication::Credentials;
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+
+use crate::config::{Settings, SmtpTls};
+
+#[derive(Clone)]
+pub enum Mailer {
+    Outbox { dir: PathBuf, from: Mailbox },
+    Smtp { transport: AsyncSmtpTransport<Tokio1Executor>, from: Mailbox },
+}
+
+impl std::fmt::Debug for Mailer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mailer::Outbox { dir, .. } => write!(f, "Mailer::Outbox({})", dir.display()),
+            Mailer::Smtp { .. } => f.write_str("Mailer::Smtp"),
+        }
+    }
+}
+
+impl Mailer {
+    pub fn from_settings(s: &Settings) -> Result<Self, String> {
+        let Some(smtp) = &s.smtp else {
+            let from: Mailbox = format!("latch <noreply@{}>", s.external_host()).parse().map_err(|e| format!("{e}"))?;
+            return Ok(Mailer::Outbox { dir: s.data_dir.join("outbox"), from });
+        };
+        let from: Mailbox = smtp.from.parse().map_err(|e| format!("smtp.from: {e}"))?;
+        let builder = match smtp.tls {
+            SmtpTls::Tls => AsyncSmtpTransport::<Tokio1Executor>::relay(&smtp.host).map_err(|e| e.to_string())?,
+            SmtpTls::StartTls => {
+                AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&smtp.host).map_err(|e| e.to_string())?
+            }
+            SmtpTls::None => AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&smtp.host),
+        };
+        let mut builder = builder.port(smtp.port);
+        if let (Some(u), Some(p)) = (&smtp.user, &smtp.password) {
+            builder = builder.credentials(Credentials::new(u.clone(), p.clone()));
+        }
+        Ok(Mailer::Smtp { transport: builder.build(), from })
+    }
+
+    /// Sends a plain-text message.
+    pub async fn send(&self, to_name: &str, to: &str, subject: &str, body: &str) -> Result<(), String> {
+        let (from, kind) = match self {
+            Mailer::Outbox { from, .. } => (from.clone(), "outbox"),
+            Mailer::Smtp { from, .. } => (from.clone(), "smtp"),
+        };
+        let to_box = Mailbox::new(Some(to_name.to_string()), to.parse().map_err(|e| format!("bad address {to}: {e}"))?);
+        let msg = Message::builder()
+            .from(from)
+            .to(to_box)
+            .subject(subject)
+            .message_id(None)
+            .header(ContentType::TEXT_PLAIN)
+            .body(body.to_string())
+            .map_err(|e| e.to_string())?;
+        match self {
+            Mailer::Outbox { dir, .. } => {
+                tokio::fs::create_dir_all(dir).await.map_err(|e| e.to_string())?;
+                let path = dir.join(format!("{}.eml", crate::id::new_id()));
+                tokio::fs::write(&path, msg.formatted()).await.map_err(|e| e.to_string())?;
+                tracing::info!(to = %to, subject = %subject, path = %path.display(), "e-mail written to the outbox (no SMTP configured)");
+            }
+            Mailer::Smtp { transport, .. } => {
+                transport.send(msg).await.map_err(|e| e.to_string())?;
+                tracing::info!(to = %to, subject = %subject, via = kind, "e-mail sent");
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,358 @@
+//! The sign-in flow of one pending authorization request: loading it (bound to this browser),
+//! working out the next step from what the user has done, showing that step's page, and
+//! finishing with a session and the answer to the client.
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde::{Deserialize, Serialize};
+
+use super::cookie::{self, Browser};
+use super::i18n::{self, Texts};
+use super::pages;
+use crate::app::AppState;
+use crate::domain::settings::LoginPolicy;
+use crate::oauth::authorize::request::AuthParams;
+use crate::oauth::authorize::{self, browser_sessions, request_id};
+use crate::oauth::client::{self, OidcClient};
+use crate::store::auth_request::AuthRequestRow;
+use crate::store::user::User;
+use crate::store::{Conn, StoreError, auth_request, from_json, session, setting, to_json, user};
+
+/// Where the flow begins.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Start {
+    #[default]
+    Login,
+    Select,
+    Create,
+}
+
+/// What the user has done so far in this request.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Progress {
+    pub start: Start,
+    /// A login name that matched no user (the flow goes on as if it had, to tell nothing).
+    pub login_name: Option<String>,
+    pub password_at: Option<i64>,
+    /// When the second factor (TOTP) was checked.
+    #[serde(default)]
+    pub otp_at: Option<i64>,
+    pub amr: Vec<String>,
+    pub email_checked: bool,
+    pub email_code_sent: bool,
+    pub init_code_sent: bool,
+    /// An existing session chosen on the account page (no new authentication needed).
+    pub sso_session: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    LoginName,
+    Select,
+    Register,
+    Password,
+    InitPassword,
+    Totp,
+    ChangePassword,
+    VerifyEmail,
+    Done,
+}
+
+/// A pending request loaded for this browser.
+pub struct Flow {
+    pub row: AuthRequestRow,
+    pub params: AuthParams,
+    pub client: OidcClient,
+    pub progress: Progress,
+    pub browser: Browser,
+    pub t: &'static Texts,
+    pub request_id: String,
+    pub user: Option<User>,
+}
+
+/// A response that ends the handler (an error page).
+pub type Halt = Response;
+
+pub fn fail(t: &Texts, headers: &HeaderMap, status: StatusCode, msg: &str) -> Halt {
+    pages::error_page(t, status, msg, &request_id(headers))
+}
+
+pub fn store_fail(t: &Texts, headers: &HeaderMap, e: StoreError) -> Halt {
+    tracing::warn!(error = %e, "login flow failed on the store");
+    fail(t, headers, StatusCode::SERVICE_UNAVAILABLE, t.err_unavailable)
+}
+
+impl Flow {
+    /// Loads request `id`; it must be live and belong to this browser.
+    pub async fn load(state: &AppState, c: &mut Conn, id: &str, headers: &HeaderMap) -> Result<Flow, Halt> {
+        let t0 = i18n::choose(&[], headers);
+        let row = auth_request::get(c, id).await.map_err(|e| store_fail(t0, headers, e))?;
+        let Some(row) = row.filter(|r| r.expires_at > state.clock.now()) else {
+            return Err(fail(t0, headers, StatusCode::BAD_REQUEST, t0.err_expired));
+        };
+        let params: AuthParams =
+            from_json("auth_request.params", &row.params).map_err(|e| store_fail(t0, headers, e))?;
+        let t = i18n::choose(&params.ui_locales, headers);
+        let browser = cookie::existing(headers, state.settings.secure_cookies)
+            .filter(|b| aws_lc_rs::constant_time::verify_slices_are_equal(&b.key, &row.ua_key).is_ok())
+            .ok_or_else(|| fail(t, headers, StatusCode::FORBIDDEN, t.err_form))?;
+        let progress: Progress =
+            from_json("auth_request.progress", &row.progress).map_err(|e| store_fail(t, headers, e))?;
+        let client = client::load(c, &params.client_id)
+            .await
+            .map_err(|e| store_fail(t, headers, e))?
+            .ok_or_else(|| fail(t, headers, StatusCode::BAD_REQUEST, "the application is no longer available"))?;
+        let user = match &row.user_id {
+            Some(uid) => user::get(c, uid).await.map_err(|e| store_fail(t, headers, e))?,
+            None => None,
+        };
+        Ok(Flow { row, params, client, progress, browser, t, request_id: request_id(headers), user })
+    }
+
+    /// Checks the form's CSRF token against the request's.
+    pub fn check_csrf(&self, given: &str, headers: &HeaderMap) -> Result<(), Halt> {
+        if aws_lc_rs::constant_time::verify_slices_are_equal(given.as_bytes(), self.row.csrf_token.as_bytes()).is_ok() {
+            Ok(())
+        } else {
+            Err(fail(self.t, headers, StatusCode::FORBIDDEN, self.t.err_form))
+        }
+    }
+
+    pub async fn save(&self, c: &mut Conn) -> crate::store::Result<()> {
+        auth_request::update(
+            c,
+            &self.row.auth_request_id,
+            self.user.as_ref().map(|u| u.user_id.as_str()),
+            &to_json(&self.progress),
+        )
+        .await?;
+        Ok(())
+    }
+
+    pub fn next_step(&self, has_sessions: bool) -> Step {
+        let p = &self.progress;
+        let Some(u) = &self.user else {
+            if p.login_name.is_some() {
+                return Step::Password;
+            }
+            return match p.start {
+                Start::Create => Step::Register,
+                Start::Select if has_sessions => Step::Select,
+                _ => Step::LoginName,
+            };
+        };
+        let authenticated = p.password_at.is_some() || p.sso_session.is_some();
+        let Some(h) = u.human() else {
+            return Step::Password;
+        };
+        if !authenticated {
+            return if h.password_hash.is_none() { Step::InitPassword } else { Step::Password };
+        }
+        if p.sso_session.is_none() && h.otp_secret.is_some() && p.otp_at.is_none() {
+            return Step::Totp;
+        }
+        if p.sso_session.is_none() && h.password_change_required {
+            return Step::ChangePassword;
+        }
+        if p.sso_session.is_none() && !h.email_verified && !p.email_checked {
+            return Step::VerifyEmail;
+        }
+        Step::Done
+    }
+
+    /// The origin of the client's redirect URI, allowed as a form target in the CSP.
+    pub fn redirect_origin(&self) -> Option<String> {
+        let u = url::Url::parse(&self.params.redirect_uri).ok()?;
+        let o = u.origin();
+        Some(if o.is_tuple() { o.ascii_serialization() } else { format!("{}:", u.scheme()) })
+    }
+
+    pub fn app_name(&self) -> &str {
+        &self.client.app.name
+    }
+
+    pub fn login_name(&self) -> String {
+        match &self.user {
+            Some(u) => u.login_name(),
+            None => self.progress.login_name.clone().or_else(|| self.params.login_hint.clone()).unwrap_or_default(),
+        }
+    }
+}
+
+pub async fn login_policy(c: &mut Conn) -> crate::store::Result<LoginPolicy> {
+    Ok(setting::load::<LoginPolicy>(c, setting::INSTANCE).await?.value)
+}
+
+/// Shows the page of the next step, or finishes when nothing is left.
+pub async fn show(
+    state: &AppState,
+    c: &mut Conn,
+    mut f: Flow,
+    headers: &HeaderMap,
+    error: Option<String>,
+    info: Option<String>,
+) -> Response {
+    let sessions = match browser_sessions(c, &f.browser, state.clock.now()).await {
+        Ok(s) => s,
+        Err(e) => return store_fail(f.t, headers, e),
+    };
+    let step = f.next_step(!sessions.is_empty());
+    let policy = match login_policy(c).await {
+        Ok(p) => p,
+        Err(e) => return store_fail(f.t, headers, e),
+    };
+    let (t, id, csrf) = (f.t, f.row.auth_request_id.clone(), f.row.csrf_token.clone());
+    let origin = f.redirect_origin();
+    let form_action = origin.as_deref();
+    let login_name = f.login_name();
+    match step {
+        Step::Done => finish(state, c, f, headers).await,
+        Step::LoginName => pages::render(
+            t,
+            StatusCode::OK,
+            &pages::LoginName {
+                t,
+                id: &id,
+                csrf: &csrf,
+                app_name: f.app_name(),
+                error,
+                info,
+                login_name: &login_name,
+                can_register: policy.allow_register,
+            },
+            form_action,
+        ),
+        Step::Password => pages::render(
+            t,
+            StatusCode::OK,
+            &pages::Password { t, id: &id, csrf: &csrf, error, info, login_name: &login_name },
+            form_action,
+        ),
+        Step::Select => {
+            let accounts = sessions
+                .iter()
+                .map(|(s, u)| pages::Account {
+                    session_id: s.session_id.clone(),
+                    login_name: u.login_name(),
+                    display_name: u.human().map(|h| h.display_name.clone()).unwrap_or_else(|| u.username.clone()),
+                })
+                .collect();
+            pages::render(
+                t,
+                StatusCode::OK,
+                &pages::SelectAccount { t, id: &id, csrf: &csrf, app_name: f.app_name(), error, info, accounts },
+                form_action,
+            )
+        }
+        Step::Register => {
+            if !policy.allow_register {
+                f.progress.start = Start::Login;
+                if let Err(e) = f.save(c).await {
+                    return store_fail(t, headers, e);
+                }
+                let page = pages::LoginName {
+                    t,
+                    id: &id,
+                    csrf: &csrf,
+                    app_name: f.app_name(),
+                    error: Some(t.err_register_disabled.to_string()),
+                    info,
+                    login_name: &login_name,
+                    can_register: false,
+                };
+                return pages::render(t, StatusCode::OK, &page, form_action);
+            }
+            let page = pages::Register {
+                t,
+                id: &id,
+                csrf: &csrf,
+                error,
+                info,
+                email: "",
+                first_name: "",
+                last_name: "",
+                user_name: "",
+            };
+            pages::render(t, StatusCode::OK, &page, form_action)
+        }
+        Step::Totp => {
+            pages::render(t, StatusCode::OK, &pages::Totp { t, id: &id, csrf: &csrf, error, info }, form_action)
+        }
+        Step::ChangePassword => pages::render(
+            t,
+            StatusCode::OK,
+            &pages::ChangePassword { t, id: &id, csrf: &csrf, error, info },
+            form_action,
+        ),
+        Step::VerifyEmail => {
+            let info = match super::forms::send_code_once(state, c, &mut f, super::forms::VERIFY).await {
+                Ok(()) => info,
+                Err(e) => return store_fail(t, headers, e),
+            };
+            let email = f.user.as_ref().and_then(|u| u.human()).map(|h| h.email.clone()).unwrap_or_default();
+            pages::render(
+                t,
+                StatusCode::OK,
+                &pages::VerifyEmail { t, id: &id, csrf: &csrf, error, info, email: &email, can_skip: true },
+                form_action,
+            )
+        }
+        Step::InitPassword => {
+            if let Err(e) = super::forms::send_code_once(state, c, &mut f, super::forms::INIT).await {
+                return store_fail(t, headers, e);
+            }
+            pages::render(
+                t,
+                StatusCode::OK,
+                &pages::InitPassword { t, id: &id, csrf: &csrf, error, info, login_name: &login_name },
+                form_action,
+            )
+        }
+    }
+}
+
+/// Every step is done: create or renew the session, retire the request, answer the client.
+pub async fn finish(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap) -> Response {
+    let t = f.t;
+    let Some(u) = f.user.clone() else {
+        return fail(t, headers, StatusCode::BAD_REQUEST, t.err_form);
+    };
+    let now = state.clock.now();
+    let sess = match &f.progress.sso_session {
+        Some(sid) => match session::get(c, sid).await {
+            Ok(Some(s)) if s.user_id == u.user_id && s.expires_at > now => s,
+            Ok(_) => return fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired),
+            Err(e) => return store_fail(t, headers, e),
+        },
+        None => {
+            let auth_time = f.progress.password_at.unwrap_or(now);
+            let lifetime = match login_policy(c).await {
+                Ok(p) => p.password_check_lifetime,
+                Err(e) => return store_fail(t, headers, e),
+            };
+            let amr = if f.progress.amr.is_empty() { vec!["pwd".to_string()] } else { f.progress.amr.clone() };
+            let new = session::NewSession {
+                session_id: crate::id::new_id(),
+                ua_key: f.browser.key.clone(),
+                user_id: u.user_id.clone(),
+                auth_time,
+                amr,
+                now,
+                expires_at: auth_time + lifetime,
+            };
+            match session::upsert(c, &new).await {
+                Ok(s) => s,
+                Err(e) => return store_fail(t, headers, e),
+            }
+        }
+    };
+    match auth_request::delete(c, &f.row.auth_request_id).await {
+        Ok(true) => {}
+        Ok(false) => return fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired),
+        Err(e) => return store_fail(t, headers, e),
+    }
+    match authorize::complete(state, c, t, &f.params, &f.client, u, &sess).await {
+        Ok(r) => r,
+        Err(e) => store_fail(t, headers, e),
+    }
+}

@@ -1,0 +1,608 @@
+//! The forms of the login pages. Every form carries the CSRF token of its pending request and
+//! must come from the browser that started it; a refused form changes nothing.
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use super::flow::{Flow, Start, fail, show, store_fail};
+use super::i18n::Texts;
+use crate::app::AppState;
+use crate::domain::enums::UserState;
+use crate::domain::settings::LockoutPolicy;
+use crate::management::users::{EmailInput, HumanInput, ProfileInput, complexity_policy, insert_human};
+use crate::oauth::authorize::browser_sessions;
+use crate::oauth::authorize::request::Prompt;
+use crate::store::{Conn, StoreError, instance, setting, user, user_code};
+
+pub use super::codes::{INIT, VERIFY};
+
+fn parse<T: DeserializeOwned>(body: &[u8]) -> Option<T> {
+    if body.len() > 16 * 1024 {
+        return None;
+    }
+    serde_urlencoded::from_bytes(body).ok()
+}
+
+/// Opens the connection, loads the flow, parses the form and checks its CSRF token.
+async fn begin<T: DeserializeOwned + HasCsrf>(
+    state: &AppState,
+    id: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(sqlx::pool::PoolConnection<sqlx::Any>, Flow, T), Response> {
+    let t0 = super::i18n::choose(&[], headers);
+    let mut c = state.db.conn().await.map_err(|e| store_fail(t0, headers, e))?;
+    let f = Flow::load(state, &mut c, id, headers).await?;
+    let form: T = parse(body).ok_or_else(|| fail(f.t, headers, StatusCode::BAD_REQUEST, f.t.err_form))?;
+    f.check_csrf(form.csrf(), headers)?;
+    Ok((c, f, form))
+}
+
+pub trait HasCsrf {
+    fn csrf(&self) -> &str;
+}
+
+macro_rules! form {
+    ($name:ident { $($field:ident),* }) => {
+        #[derive(Deserialize)]
+        pub struct $name {
+            csrf: String,
+            $(#[serde(default)] $field: String,)*
+        }
+        impl HasCsrf for $name {
+            fn csrf(&self) -> &str { &self.csrf }
+        }
+    };
+}
+
+form!(CsrfOnly {});
+form!(LoginNameForm { loginname });
+form!(PasswordForm { password });
+form!(SelectForm { session });
+form!(RegisterForm { email, first_name, last_name, user_name, password, password_repeat });
+form!(NewPasswordForm { password, password_repeat });
+form!(CodeForm { code });
+form!(InitForm { code, password, password_repeat });
+form!(TotpForm { code });
+
+fn policy_message(t: &Texts, problems: &[&str]) -> String {
+    let parts: Vec<&str> = problems.iter().map(|p| t.policy_phrase(p)).collect();
+    format!("{} {}", t.err_policy, parts.join(", "))
+}
+
+/// Checks a new password (twice typed) against the policy of the user's organization.
+async fn check_new_password(
+    c: &mut Conn,
+    t: &Texts,
+    org_id: &str,
+    pw: &str,
+    repeat: &str,
+) -> Result<Result<(), String>, StoreError> {
+    if pw != repeat {
+        return Ok(Err(t.err_mismatch.to_string()));
+    }
+    if pw.is_empty() || pw.chars().count() > crate::management::users::MAX_PASSWORD {
+        return Ok(Err(t.err_required.to_string()));
+    }
+    let policy = complexity_policy(c, org_id).await.map_err(|e| StoreError::Corrupt(e.message))?;
+    let problems = policy.violations(pw);
+    Ok(if problems.is_empty() { Ok(()) } else { Err(policy_message(t, &problems)) })
+}
+
+/// Sends a new code of `purpose` to the flow's user.
+pub async fn send_code(state: &AppState, c: &mut Conn, f: &Flow, purpose: &str) -> Result<(), StoreError> {
+    match &f.user {
+        Some(u) => super::codes::send(state, c, u, purpose, f.t).await,
+        None => Ok(()),
+    }
+}
+
+/// Sends the step's code the first time the step is shown.
+pub async fn send_code_once(state: &AppState, c: &mut Conn, f: &mut Flow, purpose: &str) -> Result<(), StoreError> {
+    let sent = if purpose == INIT { &mut f.progress.init_code_sent } else { &mut f.progress.email_code_sent };
+    if *sent {
+        return Ok(());
+    }
+    *sent = true;
+    f.save(c).await?;
+    send_code(state, c, f, purpose).await
+}
+
+async fn reload_user(c: &mut Conn, f: &mut Flow) -> Result<(), StoreError> {
+    if let Some(u) = &f.user {
+        f.user = user::get(c, &u.user_id).await?;
+    }
+    Ok(())
+}
+
+fn reset(f: &mut Flow) {
+    f.user = None;
+    f.progress.login_name = None;
+    f.progress.password_at = None;
+    f.progress.sso_session = None;
+    f.progress.amr.clear();
+    f.progress.email_code_sent = false;
+    f.progress.init_code_sent = false;
+    f.progress.email_checked = false;
+}
+
+pub async fn page(State(state): State<AppState>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let t0 = super::i18n::choose(&[], &headers);
+    let mut c = match state.db.conn().await {
+        Ok(c) => c,
+        Err(e) => return store_fail(t0, &headers, e),
+    };
+    match Flow::load(&state, &mut c, &id, &headers).await {
+        Ok(f) => show(&state, &mut c, f, &headers, None, None).await,
+        Err(r) => r,
+    }
+}
+
+pub async fn register_page(State(state): State<AppState>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let t0 = super::i18n::choose(&[], &headers);
+    let mut c = match state.db.conn().await {
+        Ok(c) => c,
+        Err(e) => return store_fail(t0, &headers, e),
+    };
+    let mut f = match Flow::load(&state, &mut c, &id, &headers).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    reset(&mut f);
+    f.progress.start = Start::Create;
+    if let Err(e) = f.save(&mut c).await {
+        return store_fail(f.t, &headers, e);
+    }
+    show(&state, &mut c, f, &headers, None, None).await
+}
+
+pub async fn login_name(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (mut c, mut f, form) = match begin::<LoginNameForm>(&state, &id, &headers, &body).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let name = form.loginname.trim();
+    if name.is_empty() || name.len() > 320 {
+        let msg = f.t.err_required.to_string();
+        return show(&state, &mut c, f, &headers, Some(msg), None).await;
+    }
+    reset(&mut f);
+    f.progress.start = Start::Login;
+    match user::find_for_login(&mut c, name).await {
+        Ok(Some(u)) => f.user = Some(u),
+        Ok(None) => f.progress.login_name = Some(name.to_string()),
+        Err(e) => return store_fail(f.t, &headers, e),
+    }
+    if let Err(e) = f.save(&mut c).await {
+        return store_fail(f.t, &headers, e);
+    }
+    show(&state, &mut c, f, &headers, None, None).await
+}
+
+pub async fn password(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (mut c, mut f, form) = match begin::<PasswordForm>(&state, &id, &headers, &body).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let t = f.t;
+    let credentials = Some(t.err_credentials.to_string());
+    let stored = f.user.as_ref().and_then(|u| u.human()).and_then(|h| h.password_hash.clone());
+    let (Some(u), Some(hash)) = (f.user.clone(), stored) else {
+        // Unknown user, machine user or no password: spend the same time, say the same thing.
+        state.hasher.verify_nobody(&form.password).await;
+        return show(&state, &mut c, f, &headers, credentials, None).await;
+    };
+    let ok = match state.hasher.verify(&form.password, &hash).await {
+        Ok(ok) => ok,
+        Err(e) => {
+            tracing::warn!(user_id = %u.user_id, error = %e, "stored password hash could not be verified");
+            false
+        }
+    };
+    let now = state.clock.now();
+    if !ok {
+        if u.state == UserState::Active {
+            let max = match setting::load::<LockoutPolicy>(&mut c, setting::INSTANCE).await {
+                Ok(p) => p.value.max_password_attempts,
+                Err(e) => return store_fail(t, &headers, e),
+            };
+            match user::password_failed(&mut c, &u.user_id, max, now).await {
+                Ok(true) => {
+                    tracing::warn!(user_id = %u.user_id, "user locked after too many wrong passwords")
+                }
+                Ok(false) => {}
+                Err(e) => return store_fail(t, &headers, e),
+            }
+        }
+        return show(&state, &mut c, f, &headers, credentials, None).await;
+    }
+    match u.state {
+        UserState::Active | UserState::Initial => {}
+        UserState::Locked => {
+            return show(&state, &mut c, f, &headers, Some(t.err_locked.to_string()), None).await;
+        }
+        _ => {
+            return show(&state, &mut c, f, &headers, Some(t.err_inactive.to_string()), None).await;
+        }
+    }
+    if let Err(e) = user::password_ok(&mut c, &u.user_id).await {
+        return store_fail(t, &headers, e);
+    }
+    if state.hasher.needs_rehash(&hash) {
+        match state.hasher.hash(&form.password).await {
+            Ok(new) => {
+                if let Err(e) = user::rehash(&mut c, &u.user_id, &hash, &new).await {
+                    tracing::warn!(error = %e, "re-hashing a password failed");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "re-hashing a password failed"),
+        }
+    }
+    f.progress.password_at = Some(now);
+    f.progress.amr = vec!["pwd".into()];
+    if let Err(e) = f.save(&mut c).await {
+        return store_fail(t, &headers, e);
+    }
+    show(&state, &mut c, f, &headers, None, None).await
+}
+
+pub async fn select(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (mut c, mut f, form) = match begin::<SelectForm>(&state, &id, &headers, &body).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let now = state.clock.now();
+    let sessions = match browser_sessions(&mut c, &f.browser, now).await {
+        Ok(s) => s,
+        Err(e) => return store_fail(f.t, &headers, e),
+    };
+    let Some((s, u)) = sessions.into_iter().find(|(s, _)| s.session_id == form.session) else {
+        return fail(f.t, &headers, StatusCode::BAD_REQUEST, f.t.err_form);
+    };
+    reset(&mut f);
+    let fresh = f.params.max_age.is_none_or(|m| s.auth_time + m >= now);
+    if fresh && !f.params.has_prompt(Prompt::Login) {
+        f.progress.sso_session = Some(s.session_id.clone());
+    }
+    f.user = Some(u);
+    if let Err(e) = f.save(&mut c).await {
+        return store_fail(f.t, &headers, e);
+    }
+    show(&state, &mut c, f, &headers, None, None).await
+}
+
+pub async fn other(State(state): State<AppState>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+    let (mut c, mut f, _) = match begin::<CsrfOnly>(&state, &id, &headers, &body).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    reset(&mut f);
+    f.progress.start = Start::Login;
+    if let Err(e) = f.save(&mut c).await {
+        return store_fail(f.t, &headers, e);
+    }
+    show(&state, &mut c, f, &headers, None, None).await
+}
+
+pub async fn register(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (mut c, mut f, form) = match begin::<RegisterForm>(&state, &id, &headers, &body).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let t = f.t;
+    let policy = match super::flow::login_policy(&mut c).await {
+        Ok(p) => p,
+        Err(e) => return store_fail(t, &headers, e),
+    };
+    if !policy.allow_register {
+        return show(&state, &mut c, f, &headers, Some(t.err_register_disabled.to_string()), None).await;
+    }
+    let org_id = match instance::default_org(&mut c).await {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            return fail(t, &headers, StatusCode::SERVICE_UNAVAILABLE, "the instance is not set up");
+        }
+        Err(e) => return store_fail(t, &headers, e),
+    };
+    let again = |msg: String| {
+        let (id, csrf) = (f.row.auth_request_id.clone(), f.row.csrf_token.clone());
+        let origin = f.redirect_origin();
+        super::pages::render(
+            t,
+            StatusCode::BAD_REQUEST,
+            &super::pages::Register {
+                t,
+                id: &id,
+                csrf: &csrf,
+                error: Some(msg),
+                info: None,
+                email: &form.email,
+                first_name: &form.first_name,
+                last_name: &form.last_name,
+                user_name: &form.user_name,
+            },
+            origin.as_deref(),
+        )
+    };
+    let user_name = if form.user_name.trim().is_empty() {
+        form.email.trim().to_string()
+    } else {
+        form.user_name.trim().to_string()
+    };
+    let input = HumanInput {
+        user_name: user_name.clone(),
+        profile: Some(ProfileInput {
+            first_name: form.first_name.clone(),
+            last_name: form.last_name.clone(),
+            ..ProfileInput::default()
+        }),
+        email: Some(EmailInput { email: form.email.clone(), is_email_verified: false }),
+        ..HumanInput::default()
+    };
+    let (username, mut human) = match input.validate("RegisterRequest") {
+        Ok(v) => v,
+        Err(e) if e.message.contains("email") => return again(t.err_email_invalid.to_string()),
+        Err(_) => return again(t.err_required.to_string()),
+    };
+    match check_new_password(&mut c, t, &org_id, &form.password, &form.password_repeat).await {
+        Ok(Ok(())) => {}
+        Ok(Err(msg)) => return again(msg),
+        Err(e) => return store_fail(t, &headers, e),
+    }
+    human.password_hash = match state.hasher.hash(&form.password).await {
+        Ok(h) => Some(h),
+        Err(e) => {
+            return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
+        }
+    };
+    let now = state.clock.now();
+    human.password_changed_at = Some(now);
+    let user_id = match insert_human(&mut c, &org_id, None, &username, human, now).await {
+        Ok(id) => id,
+        Err(e) if e.code == crate::api::Code::AlreadyExists => {
+            return again(t.err_user_taken.to_string());
+        }
+        Err(e) => return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, &e.message),
+    };
+    reset(&mut f);
+    f.user = match user::get(&mut c, &user_id).await {
+        Ok(u) => u,
+        Err(e) => return store_fail(t, &headers, e),
+    };
+    f.progress.password_at = Some(now);
+    f.progress.amr = vec!["pwd".into()];
+    if let Err(e) = f.save(&mut c).await {
+        return store_fail(t, &headers, e);
+    }
+    show(&state, &mut c, f, &headers, None, None).await
+}
+
+pub async fn change_password(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (mut c, mut f, form) = match begin::<NewPasswordForm>(&state, &id, &headers, &body).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let t = f.t;
+    let Some(u) = f.user.clone().filter(|_| f.progress.password_at.is_some()) else {
+        return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
+    };
+    match check_new_password(&mut c, t, &u.org_id, &form.password, &form.password_repeat).await {
+        Ok(Ok(())) => {}
+        Ok(Err(msg)) => return show(&state, &mut c, f, &headers, Some(msg), None).await,
+        Err(e) => return store_fail(t, &headers, e),
+    }
+    let hash = match state.hasher.hash(&form.password).await {
+        Ok(h) => h,
+        Err(e) => {
+            return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
+        }
+    };
+    if let Err(e) = user::set_password(&mut c, &u.user_id, &hash, false, state.clock.now()).await {
+        return store_fail(t, &headers, e);
+    }
+    if let Err(e) = reload_user(&mut c, &mut f).await {
+        return store_fail(t, &headers, e);
+    }
+    show(&state, &mut c, f, &headers, None, None).await
+}
+
+async fn check_code(
+    state: &AppState,
+    c: &mut Conn,
+    f: &Flow,
+    purpose: &str,
+    code: &str,
+) -> Result<Result<(), String>, StoreError> {
+    let Some(u) = &f.user else { return Ok(Err(f.t.err_form.to_string())) };
+    Ok(match super::codes::check(state, c, &u.user_id, purpose, code).await? {
+        user_code::CodeCheck::Valid => Ok(()),
+        user_code::CodeCheck::Wrong => Err(f.t.err_code_wrong.to_string()),
+        user_code::CodeCheck::Gone => Err(f.t.err_code_gone.to_string()),
+    })
+}
+
+pub async fn verify_email(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (mut c, mut f, form) = match begin::<CodeForm>(&state, &id, &headers, &body).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let t = f.t;
+    match check_code(&state, &mut c, &f, VERIFY, &form.code).await {
+        Ok(Ok(())) => {}
+        Ok(Err(msg)) => return show(&state, &mut c, f, &headers, Some(msg), None).await,
+        Err(e) => return store_fail(t, &headers, e),
+    }
+    if let Some(u) = &f.user
+        && let Err(e) = user::set_email_verified(&mut c, &u.user_id, state.clock.now()).await
+    {
+        return store_fail(t, &headers, e);
+    }
+    f.progress.email_checked = true;
+    if let Err(e) = reload_user(&mut c, &mut f).await.and(f.save(&mut c).await) {
+        return store_fail(t, &headers, e);
+    }
+    show(&state, &mut c, f, &headers, None, None).await
+}
+
+pub async fn resend(
+    State(state): State<AppState>,
+    Path((id, purpose)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (mut c, f, _) = match begin::<CsrfOnly>(&state, &id, &headers, &body).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let purpose = if purpose == INIT { INIT } else { VERIFY };
+    if let Err(e) = send_code(&state, &mut c, &f, purpose).await {
+        return store_fail(f.t, &headers, e);
+    }
+    let info = Some(f.t.code_sent.to_string());
+    show(&state, &mut c, f, &headers, None, info).await
+}
+
+pub async fn skip_verification(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (mut c, mut f, _) = match begin::<CsrfOnly>(&state, &id, &headers, &body).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    if f.progress.password_at.is_none() {
+        return fail(f.t, &headers, StatusCode::BAD_REQUEST, f.t.err_form);
+    }
+    f.progress.email_checked = true;
+    if let Err(e) = f.save(&mut c).await {
+        return store_fail(f.t, &headers, e);
+    }
+    show(&state, &mut c, f, &headers, None, None).await
+}
+
+pub async fn init_password(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (mut c, mut f, form) = match begin::<InitForm>(&state, &id, &headers, &body).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let t = f.t;
+    let Some(u) = f.user.clone() else {
+        return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
+    };
+    match check_new_password(&mut c, t, &u.org_id, &form.password, &form.password_repeat).await {
+        Ok(Ok(())) => {}
+        Ok(Err(msg)) => return show(&state, &mut c, f, &headers, Some(msg), None).await,
+        Err(e) => return store_fail(t, &headers, e),
+    }
+    match check_code(&state, &mut c, &f, INIT, &form.code).await {
+        Ok(Ok(())) => {}
+        Ok(Err(msg)) => return show(&state, &mut c, f, &headers, Some(msg), None).await,
+        Err(e) => return store_fail(t, &headers, e),
+    }
+    let hash = match state.hasher.hash(&form.password).await {
+        Ok(h) => h,
+        Err(e) => {
+            return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
+        }
+    };
+    let now = state.clock.now();
+    // The code arrived by e-mail, which proves the address.
+    if let Err(e) = user::set_password(&mut c, &u.user_id, &hash, false, now)
+        .await
+        .and(user::set_email_verified(&mut c, &u.user_id, now).await)
+    {
+        return store_fail(t, &headers, e);
+    }
+    f.progress.password_at = Some(now);
+    f.progress.amr = vec!["pwd".into()];
+    if let Err(e) = reload_user(&mut c, &mut f).await.and(f.save(&mut c).await) {
+        return store_fail(t, &headers, e);
+    }
+    show(&state, &mut c, f, &headers, None, None).await
+}
+
+pub async fn totp(State(state): State<AppState>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+    let (mut c, mut f, form) = match begin::<TotpForm>(&state, &id, &headers, &body).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let t = f.t;
+    let (Some(u), Some(_)) = (f.user.clone(), f.progress.password_at) else {
+        return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
+    };
+    let Some(secret) = u.human().and_then(|h| h.otp_secret.as_ref()).and_then(|s| state.open_otp(&u.user_id, s)) else {
+        return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
+    };
+    let now = state.clock.now();
+    let last = u.human().and_then(|h| h.otp_last_step);
+    let used = match crate::crypto::totp::verify(&secret, form.code.trim(), now, last) {
+        Some(step) => user::otp_used(&mut c, &u.user_id, step).await,
+        None => Ok(false),
+    };
+    match used {
+        Ok(true) => {}
+        Ok(false) => {
+            let max = match setting::load::<LockoutPolicy>(&mut c, setting::INSTANCE).await {
+                Ok(p) => p.value.max_otp_attempts,
+                Err(e) => return store_fail(t, &headers, e),
+            };
+            if let Err(e) = user::otp_failed(&mut c, &u.user_id, max, now).await {
+                return store_fail(t, &headers, e);
+            }
+            if let Err(e) = reload_user(&mut c, &mut f).await {
+                return store_fail(t, &headers, e);
+            }
+            let locked = f.user.as_ref().is_some_and(|u| u.state == UserState::Locked);
+            let msg = if locked { t.err_locked } else { t.err_code_wrong };
+            return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
+        }
+        Err(e) => return store_fail(t, &headers, e),
+    }
+    f.progress.otp_at = Some(now);
+    f.progress.amr = vec!["pwd".into(), "otp".into(), "mfa".into()];
+    if let Err(e) = reload_user(&mut c, &mut f).await.and(f.save(&mut c).await) {
+        return store_fail(t, &headers, e);
+    }
+    show(&state, &mut c, f, &headers, None, None).await
+}

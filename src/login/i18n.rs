@@ -1,0 +1,316 @@
+//! The strings of the login pages and e-mails, in English and German. A missing translation is a
+//! compile error: both languages fill the same struct.
+
+use axum::http::HeaderMap;
+use axum::http::header::ACCEPT_LANGUAGE;
+
+pub struct Texts {
+    pub lang: &'static str,
+    pub sign_in: &'static str,
+    pub continue_to: &'static str,
+    pub login_name: &'static str,
+    pub login_name_hint: &'static str,
+    pub next: &'static str,
+    pub password: &'static str,
+    pub enter_password: &'static str,
+    pub another_account: &'static str,
+    pub choose_account: &'static str,
+    pub signed_in: &'static str,
+    pub register: &'static str,
+    pub register_link: &'static str,
+    pub have_account: &'static str,
+    pub email: &'static str,
+    pub first_name: &'static str,
+    pub last_name: &'static str,
+    pub user_name_optional: &'static str,
+    pub password_repeat: &'static str,
+    pub change_password: &'static str,
+    pub change_password_text: &'static str,
+    pub new_password: &'static str,
+    pub save: &'static str,
+    pub verify_email: &'static str,
+    pub verify_email_text: &'static str,
+    pub code: &'static str,
+    pub verify: &'static str,
+    pub resend: &'static str,
+    pub skip: &'static str,
+    pub code_sent: &'static str,
+    pub init_password: &'static str,
+    pub init_password_text: &'static str,
+    pub totp: &'static str,
+    pub totp_text: &'static str,
+    pub totp_enrol: &'static str,
+    pub totp_enrol_text: &'static str,
+    pub totp_secret: &'static str,
+    pub totp_open_app: &'static str,
+    pub activate: &'static str,
+    pub totp_enrolled: &'static str,
+    pub err_no_session: &'static str,
+    pub signed_out: &'static str,
+    pub signed_out_text: &'static str,
+    pub error_heading: &'static str,
+    pub error_request_id: &'static str,
+    pub form_post_text: &'static str,
+    pub form_post_button: &'static str,
+    pub err_credentials: &'static str,
+    pub err_locked: &'static str,
+    pub err_inactive: &'static str,
+    pub err_mismatch: &'static str,
+    pub err_policy: &'static str,
+    pub err_code_wrong: &'static str,
+    pub err_code_gone: &'static str,
+    pub err_expired: &'static str,
+    pub err_form: &'static str,
+    pub err_register_disabled: &'static str,
+    pub err_user_taken: &'static str,
+    pub err_email_invalid: &'static str,
+    pub err_required: &'static str,
+    pub err_unavailable: &'static str,
+    pub err_client_missing: &'static str,
+    pub err_client_unknown: &'static str,
+    pub err_redirect_missing: &'static str,
+    pub err_redirect_unknown: &'static str,
+    /// `{}` is the parameter's name.
+    pub err_param_repeated: &'static str,
+    pub err_param_too_long: &'static str,
+    pub pw_too_short: &'static str,
+    pub pw_upper: &'static str,
+    pub pw_lower: &'static str,
+    pub pw_number: &'static str,
+    pub pw_symbol: &'static str,
+    pub mail_verify_subject: &'static str,
+    pub mail_verify_body: &'static str,
+    pub mail_init_subject: &'static str,
+    pub mail_init_body: &'static str,
+}
+
+pub static EN: Texts = Texts {
+    lang: "en",
+    sign_in: "Sign in",
+    continue_to: "to continue to",
+    login_name: "Login name",
+    login_name_hint: "Your user name or e-mail address",
+    next: "Next",
+    password: "Password",
+    enter_password: "Enter your password",
+    another_account: "Use another account",
+    choose_account: "Choose an account",
+    signed_in: "signed in",
+    register: "Create an account",
+    register_link: "No account yet? Register",
+    have_account: "Already have an account? Sign in",
+    email: "E-mail address",
+    first_name: "First name",
+    last_name: "Last name",
+    user_name_optional: "User name (optional, defaults to the e-mail address)",
+    password_repeat: "Repeat the password",
+    change_password: "Change your password",
+    change_password_text: "Your password must be changed before you continue.",
+    new_password: "New password",
+    save: "Save",
+    verify_email: "Verify your e-mail address",
+    verify_email_text: "We sent a code to",
+    code: "Code",
+    verify: "Verify",
+    resend: "Send a new code",
+    skip: "Later",
+    code_sent: "A new code is on its way.",
+    init_password: "Set your password",
+    init_password_text: "We sent a code to your e-mail address. Enter it and choose a password.",
+    totp: "Two-factor authentication",
+    totp_text: "Enter the code your authenticator app shows.",
+    totp_enrol: "Set up two-factor authentication",
+    totp_enrol_text: "Add this key to your authenticator app, then enter the code it shows.",
+    totp_secret: "Key",
+    totp_open_app: "Open in an authenticator app",
+    activate: "Activate",
+    totp_enrolled: "Two-factor authentication is on. From now on you will be asked for a code after your password.",
+    err_no_session: "You are not signed in. Sign in through an application first, then come back.",
+    signed_out: "You are signed out",
+    signed_out_text: "You have been signed out. You can close this window.",
+    error_heading: "Something went wrong",
+    error_request_id: "Request id",
+    form_post_text: "Your browser does not run scripts. Press the button to continue.",
+    form_post_button: "Continue",
+    err_credentials: "The login name or the password is wrong.",
+    err_locked: "This account is locked. Ask your administrator to unlock it.",
+    err_inactive: "This account is deactivated.",
+    err_mismatch: "The passwords do not match.",
+    err_policy: "The password does not meet the policy:",
+    err_code_wrong: "The code is wrong.",
+    err_code_gone: "The code has expired. Ask for a new one.",
+    err_expired: "This sign-in has expired. Go back to the application and start again.",
+    err_form: "The form could not be accepted. Reload the page and try again.",
+    err_register_disabled: "Registration is not allowed.",
+    err_user_taken: "This user name is taken.",
+    err_email_invalid: "This e-mail address is not valid.",
+    err_required: "Please fill in every required field.",
+    err_unavailable: "The service is temporarily unavailable. Please try again.",
+    err_client_missing: "The application did not say who it is: client_id is missing.",
+    err_client_unknown: "The application is unknown or inactive.",
+    err_redirect_missing: "The application did not say where to return: redirect_uri is missing.",
+    err_redirect_unknown: "The return address (redirect_uri) is not registered for this application.",
+    err_param_repeated: "The parameter {} is repeated.",
+    err_param_too_long: "The parameter {} is too long.",
+    pw_too_short: "it is too short",
+    pw_upper: "it needs an uppercase letter",
+    pw_lower: "it needs a lowercase letter",
+    pw_number: "it needs a number",
+    pw_symbol: "it needs a symbol",
+    mail_verify_subject: "Verify your e-mail address",
+    mail_verify_body: "Hello {name},\n\nyour verification code is: {code}\n\nIt is valid for one hour. If you did not ask for it, ignore this message.\n",
+    mail_init_subject: "Set your password",
+    mail_init_body: "Hello {name},\n\nan account was created for you. Sign in with your login name and this code to set your password: {code}\n\nThe code is valid for 72 hours.\n",
+};
+
+pub static DE: Texts = Texts {
+    lang: "de",
+    sign_in: "Anmelden",
+    continue_to: "um fortzufahren zu",
+    login_name: "Anmeldename",
+    login_name_hint: "Ihr Benutzername oder Ihre E-Mail-Adresse",
+    next: "Weiter",
+    password: "Passwort",
+    enter_password: "Geben Sie Ihr Passwort ein",
+    another_account: "Anderes Konto verwenden",
+    choose_account: "Konto auswählen",
+    signed_in: "angemeldet",
+    register: "Konto erstellen",
+    register_link: "Noch kein Konto? Registrieren",
+    have_account: "Bereits ein Konto? Anmelden",
+    email: "E-Mail-Adresse",
+    first_name: "Vorname",
+    last_name: "Nachname",
+    user_name_optional: "Benutzername (optional, sonst die E-Mail-Adresse)",
+    password_repeat: "Passwort wiederholen",
+    change_password: "Passwort ändern",
+    change_password_text: "Sie müssen Ihr Passwort ändern, bevor Sie fortfahren.",
+    new_password: "Neues Passwort",
+    save: "Speichern",
+    verify_email: "E-Mail-Adresse bestätigen",
+    verify_email_text: "Wir haben einen Code gesendet an",
+    code: "Code",
+    verify: "Bestätigen",
+    resend: "Neuen Code senden",
+    skip: "Später",
+    code_sent: "Ein neuer Code ist unterwegs.",
+    init_password: "Passwort festlegen",
+    init_password_text: "Wir haben Ihnen einen Code per E-Mail gesendet. Geben Sie ihn ein und wählen Sie ein Passwort.",
+    totp: "Zwei-Faktor-Authentifizierung",
+    totp_text: "Geben Sie den Code aus Ihrer Authenticator-App ein.",
+    totp_enrol: "Zwei-Faktor-Authentifizierung einrichten",
+    totp_enrol_text: "Fügen Sie diesen Schlüssel Ihrer Authenticator-App hinzu und geben Sie dann den angezeigten Code ein.",
+    totp_secret: "Schlüssel",
+    totp_open_app: "In einer Authenticator-App öffnen",
+    activate: "Aktivieren",
+    totp_enrolled: "Die Zwei-Faktor-Authentifizierung ist aktiv. Ab jetzt werden Sie nach dem Passwort nach einem Code gefragt.",
+    err_no_session: "Sie sind nicht angemeldet. Melden Sie sich zuerst über eine Anwendung an und kommen Sie dann zurück.",
+    signed_out: "Sie sind abgemeldet",
+    signed_out_text: "Sie wurden abgemeldet. Sie können dieses Fenster schliessen.",
+    error_heading: "Etwas ist schiefgelaufen",
+    error_request_id: "Anfrage-ID",
+    form_post_text: "Ihr Browser führt keine Skripte aus. Drücken Sie die Schaltfläche, um fortzufahren.",
+    form_post_button: "Weiter",
+    err_credentials: "Der Anmeldename oder das Passwort ist falsch.",
+    err_locked: "Dieses Konto ist gesperrt. Wenden Sie sich an Ihre Administration.",
+    err_inactive: "Dieses Konto ist deaktiviert.",
+    err_mismatch: "Die Passwörter stimmen nicht überein.",
+    err_policy: "Das Passwort erfüllt die Richtlinie nicht:",
+    err_code_wrong: "Der Code ist falsch.",
+    err_code_gone: "Der Code ist abgelaufen. Fordern Sie einen neuen an.",
+    err_expired: "Diese Anmeldung ist abgelaufen. Kehren Sie zur Anwendung zurück und beginnen Sie neu.",
+    err_form: "Das Formular konnte nicht angenommen werden. Laden Sie die Seite neu und versuchen Sie es erneut.",
+    err_register_disabled: "Die Registrierung ist nicht erlaubt.",
+    err_user_taken: "Dieser Benutzername ist vergeben.",
+    err_email_invalid: "Diese E-Mail-Adresse ist ungültig.",
+    err_required: "Bitte füllen Sie alle Pflichtfelder aus.",
+    err_unavailable: "Der Dienst ist vorübergehend nicht verfügbar. Bitte versuchen Sie es später erneut.",
+    err_client_missing: "Die Anwendung hat sich nicht ausgewiesen: client_id fehlt.",
+    err_client_unknown: "Die Anwendung ist unbekannt oder deaktiviert.",
+    err_redirect_missing: "Die Anwendung hat keine Rücksprungadresse angegeben: redirect_uri fehlt.",
+    err_redirect_unknown: "Die Rücksprungadresse (redirect_uri) ist für diese Anwendung nicht registriert.",
+    err_param_repeated: "Der Parameter {} kommt mehrfach vor.",
+    err_param_too_long: "Der Parameter {} ist zu lang.",
+    pw_too_short: "es ist zu kurz",
+    pw_upper: "es braucht einen Grossbuchstaben",
+    pw_lower: "es braucht einen Kleinbuchstaben",
+    pw_number: "es braucht eine Ziffer",
+    pw_symbol: "es braucht ein Sonderzeichen",
+    mail_verify_subject: "Bestätigen Sie Ihre E-Mail-Adresse",
+    mail_verify_body: "Hallo {name},\n\nIhr Bestätigungscode lautet: {code}\n\nEr ist eine Stunde gültig. Falls Sie ihn nicht angefordert haben, ignorieren Sie diese Nachricht.\n",
+    mail_init_subject: "Legen Sie Ihr Passwort fest",
+    mail_init_body: "Hallo {name},\n\nfür Sie wurde ein Konto erstellt. Melden Sie sich mit Ihrem Anmeldenamen und diesem Code an, um Ihr Passwort festzulegen: {code}\n\nDer Code ist 72 Stunden gültig.\n",
+};
+
+/// The languages latch speaks, in order of preference when nothing matches.
+pub const SUPPORTED: [&str; 2] = ["en", "de"];
+
+fn by_tag(tag: &str) -> Option<&'static Texts> {
+    let base = tag.trim().split(['-', '_']).next()?.to_ascii_lowercase();
+    match base.as_str() {
+        "en" => Some(&EN),
+        "de" => Some(&DE),
+        _ => None,
+    }
+}
+
+/// The texts for a user's preferred language (English when latch does not speak it).
+pub fn for_language(lang: &str) -> &'static Texts {
+    by_tag(lang).unwrap_or(&EN)
+}
+
+/// `ui_locales` first, then `Accept-Language` (by its q-values), then English.
+pub fn choose(ui_locales: &[String], headers: &HeaderMap) -> &'static Texts {
+    for l in ui_locales {
+        if let Some(t) = by_tag(l) {
+            return t;
+        }
+    }
+    if let Some(accept) = headers.get(ACCEPT_LANGUAGE).and_then(|v| v.to_str().ok()) {
+        let mut langs: Vec<(f32, &str)> = accept
+            .split(',')
+            .filter_map(|part| {
+                let mut it = part.trim().split(';');
+                let tag = it.next()?.trim();
+                let q = it.find_map(|p| p.trim().strip_prefix("q=")).and_then(|q| q.parse::<f32>().ok()).unwrap_or(1.0);
+                Some((q, tag))
+            })
+            .collect();
+        langs.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+        for (_, tag) in langs {
+            if let Some(t) = by_tag(tag) {
+                return t;
+            }
+        }
+    }
+    &EN
+}
+
+impl Texts {
+    /// Translates a phrase of the password complexity policy.
+    pub fn policy_phrase(&self, english: &str) -> &'static str {
+        match english {
+            "is too short" => self.pw_too_short,
+            "needs an uppercase letter" => self.pw_upper,
+            "needs a lowercase letter" => self.pw_lower,
+            "needs a number" => self.pw_number,
+            _ => self.pw_symbol,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn negotiation() {
+        let mut h = HeaderMap::new();
+        assert_eq!(choose(&[], &h).lang, "en");
+        h.insert(ACCEPT_LANGUAGE, HeaderValue::from_static("fr-CH, de;q=0.8, en;q=0.5"));
+        assert_eq!(choose(&[], &h).lang, "de");
+        assert_eq!(choose(&["en-GB".into()], &h).lang, "en", "ui_locales wins");
+        assert_eq!(choose(&["xx".into(), "de-CH".into()], &HeaderMap::new()).lang, "de");
+    }
+}

@@ -1,0 +1,501 @@
+//! Machine users: their client secret, key pairs (jwt-bearer grant) and personal access tokens.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::users::{AddUserResponse, load_user};
+use crate::api::error::ApiResult;
+use crate::api::types::{Details, DetailsResponse, ListDetails, ListQuery, ListResponse, parse_ts, ts};
+use crate::api::{ApiError, ApiJson, Caller};
+use crate::app::AppState;
+use crate::crypto::{keys, secret};
+use crate::domain::enums::{AccessTokenType, KeyType, UserState};
+use crate::domain::roles::Permission;
+use crate::domain::validate;
+use crate::id::new_id;
+use crate::store::key::{self, Owner, Pat, PublicKey};
+use crate::store::user::{Kind, Machine, User};
+use crate::store::{Conn, user};
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AddMachineUserRequest {
+    user_name: String,
+    name: String,
+    description: String,
+    access_token_type: AccessTokenType,
+    user_id: Option<String>,
+}
+
+pub async fn add_machine(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<AddMachineUserRequest>,
+) -> ApiResult<Json<AddUserResponse>> {
+    caller.require(Permission::UserWrite)?;
+    let r = "AddMachineUserRequest";
+    validate::required(r, "userName", &req.user_name, 200)?;
+    if req.user_name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(ApiError::invalid(format!("invalid {r}.userName: value must not contain spaces")));
+    }
+    validate::required(r, "name", &req.name, 200)?;
+    validate::max(r, "description", &req.description, 500)?;
+    if let Some(id) = &req.user_id {
+        validate::required(r, "userId", id, 200)?;
+    }
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let user_id = insert_machine(
+        &mut tx,
+        &caller.org_id,
+        req.user_id.clone(),
+        req.user_name.trim(),
+        Machine {
+            name: req.name.trim().to_string(),
+            description: req.description.trim().to_string(),
+            access_token_type: req.access_token_type,
+            secret_digest: None,
+        },
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(AddUserResponse { user_id, details: Details::created(now, &caller.org_id) }))
+}
+
+pub async fn insert_machine(
+    c: &mut Conn,
+    org_id: &str,
+    user_id: Option<String>,
+    username: &str,
+    m: Machine,
+    now: i64,
+) -> ApiResult<String> {
+    if user::username_taken(c, username).await? {
+        return Err(ApiError::exists("a user with this user name already exists").with_id("USER-AlreadyExists"));
+    }
+    let user_id = user_id.unwrap_or_else(new_id);
+    if user::get(c, &user_id).await?.is_some() {
+        return Err(ApiError::exists("a user with this id already exists").with_id("USER-AlreadyExists"));
+    }
+    user::insert(
+        c,
+        &User {
+            user_id: user_id.clone(),
+            org_id: org_id.to_string(),
+            username: username.to_string(),
+            state: UserState::Active,
+            created_at: now,
+            changed_at: now,
+            kind: Kind::Machine(m),
+            org_domain: String::new(),
+        },
+    )
+    .await?;
+    Ok(user_id)
+}
+
+fn require_machine(u: &User) -> ApiResult<&Machine> {
+    u.machine().ok_or_else(|| ApiError::precondition("the user is not a machine user").with_id("USER-NotMachine"))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct UpdateMachineRequest {
+    name: String,
+    description: String,
+    access_token_type: AccessTokenType,
+}
+
+pub async fn update_machine(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    ApiJson(req): ApiJson<UpdateMachineRequest>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::UserWrite)?;
+    validate::required("UpdateMachineRequest", "name", &req.name, 200)?;
+    validate::max("UpdateMachineRequest", "description", &req.description, 500)?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let u = load_user(&mut tx, &caller, &user_id).await?;
+    require_machine(&u)?;
+    user::update_machine(&mut tx, &user_id, req.name.trim(), req.description.trim(), req.access_token_type, now)
+        .await?;
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretResponse {
+    client_id: String,
+    client_secret: String,
+    details: Details,
+}
+
+/// A new client secret for the client_credentials grant; the client id is the user name. The
+/// secret is shown only in this response.
+pub async fn generate_secret(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+) -> ApiResult<Json<SecretResponse>> {
+    caller.require(Permission::UserWrite)?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let u = load_user(&mut tx, &caller, &user_id).await?;
+    require_machine(&u)?;
+    let client_secret = secret::new_secret();
+    user::set_machine_secret(&mut tx, &user_id, Some(secret::digest(&client_secret)), now).await?;
+    tx.commit().await?;
+    Ok(Json(SecretResponse { client_id: u.username.clone(), client_secret, details: Details::changed(now, &u.org_id) }))
+}
+
+pub async fn remove_secret(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::UserWrite)?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let u = load_user(&mut tx, &caller, &user_id).await?;
+    if require_machine(&u)?.secret_digest.is_none() {
+        return Err(ApiError::not_found("the user has no secret").with_id("USER-NoSecret"));
+    }
+    user::set_machine_secret(&mut tx, &user_id, None, now).await?;
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AddKeyRequest {
+    #[serde(rename = "type")]
+    key_type: KeyType,
+    expiration_date: Option<String>,
+    public_key: Option<String>,
+}
+
+/// The checked parts of an add-key request: expiry and, when the caller brings one, the PEM
+/// public key.
+pub struct KeyInput {
+    pub expires_at: Option<i64>,
+    pub public_pem: Option<String>,
+}
+
+fn decode_b64(s: &str) -> Option<Vec<u8>> {
+    let s = s.trim();
+    STANDARD
+        .decode(s)
+        .or_else(|_| STANDARD_NO_PAD.decode(s))
+        .or_else(|_| URL_SAFE.decode(s))
+        .or_else(|_| URL_SAFE_NO_PAD.decode(s))
+        .ok()
+}
+
+pub fn check_key_input(
+    req: &str,
+    key_type: KeyType,
+    expiration: Option<&str>,
+    public_key: Option<&str>,
+    now: i64,
+) -> ApiResult<KeyInput> {
+    if key_type != KeyType::Json {
+        return Err(ApiError::invalid(format!("invalid {req}.type: value must be KEY_TYPE_JSON")));
+    }
+    let expires_at = match expiration.filter(|s| !s.is_empty()) {
+        Some(s) => {
+            let t = parse_ts(&format!("{req}.expirationDate"), s)?;
+            if t <= now {
+                return Err(ApiError::invalid(format!("invalid {req}.expirationDate: must be in the future")));
+            }
+            Some(t)
+        }
+        None => None,
+    };
+    let public_pem = match public_key.filter(|s| !s.is_empty()) {
+        Some(b64) => {
+            let pem = decode_b64(b64).and_then(|b| String::from_utf8(b).ok()).ok_or_else(|| {
+                ApiError::invalid(format!("invalid {req}.publicKey: must be the base64 of a PEM public key"))
+            })?;
+            if keys::classify_public_pem(&pem).is_none() {
+                return Err(ApiError::invalid(format!(
+                    "invalid {req}.publicKey: not an RSA, EC or Ed25519 public key in PEM"
+                )));
+            }
+            Some(pem)
+        }
+        None => None,
+    };
+    Ok(KeyInput { expires_at, public_pem })
+}
+
+/// Stores a public key (generating the pair when the caller brought none) and returns the key
+/// id and, for a generated pair, the private key PEM.
+pub async fn store_key(
+    c: &mut Conn,
+    owner: Owner,
+    owner_id: &str,
+    input: KeyInput,
+    now: i64,
+) -> ApiResult<(String, Option<String>)> {
+    let (public_pem, private_pem) = match input.public_pem {
+        Some(p) => (p, None),
+        None => {
+            let kp = tokio::task::spawn_blocking(keys::generate_client_key)
+                .await
+                .map_err(ApiError::internal)?
+                .map_err(ApiError::internal)?;
+            (kp.public_pem, Some(kp.private_pem))
+        }
+    };
+    let key_id = new_id();
+    key::insert_key(
+        c,
+        owner,
+        &PublicKey {
+            key_id: key_id.clone(),
+            owner_id: owner_id.to_string(),
+            key_type: KeyType::Json,
+            public_key: public_pem,
+            expires_at: input.expires_at,
+            created_at: now,
+        },
+    )
+    .await?;
+    Ok((key_id, private_pem))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddKeyResponse {
+    key_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_details: Option<String>,
+    details: Details,
+}
+
+pub async fn add_key(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    ApiJson(req): ApiJson<AddKeyRequest>,
+) -> ApiResult<Json<AddKeyResponse>> {
+    caller.require(Permission::UserWrite)?;
+    let now = state.clock.now();
+    let input = check_key_input(
+        "AddMachineKeyRequest",
+        req.key_type,
+        req.expiration_date.as_deref(),
+        req.public_key.as_deref(),
+        now,
+    )?;
+    let u = {
+        let mut c = state.db.conn().await?;
+        load_user(&mut c, &caller, &user_id).await?
+    };
+    require_machine(&u)?;
+    let mut c = state.db.conn().await?;
+    let (key_id, private_pem) = store_key(&mut c, Owner::User, &user_id, input, now).await?;
+    let key_details = private_pem.map(|pem| {
+        let file = json!({"type": "serviceaccount", "keyId": key_id, "key": pem, "userId": user_id});
+        STANDARD.encode(file.to_string())
+    });
+    Ok(Json(AddKeyResponse { key_id, key_details, details: Details::created(now, &u.org_id) }))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyView {
+    id: String,
+    details: Details,
+    #[serde(rename = "type")]
+    key_type: KeyType,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expiration_date: Option<String>,
+}
+
+impl KeyView {
+    pub fn new(k: &PublicKey, owner: &str) -> Self {
+        KeyView {
+            id: k.key_id.clone(),
+            details: Details::created(k.created_at, owner),
+            key_type: k.key_type,
+            expiration_date: k.expires_at.map(ts),
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ListRequest {
+    query: ListQuery,
+}
+
+pub fn paginate<T, V>(items: Vec<T>, query: &ListQuery, now: i64, view: impl Fn(&T) -> V) -> ApiResult<ListResponse<V>>
+where
+    V: Serialize,
+{
+    let page = query.page()?;
+    let total = items.len() as i64;
+    let mut items: Vec<&T> = items.iter().collect();
+    if !page.asc {
+        items.reverse();
+    }
+    Ok(ListResponse {
+        details: ListDetails::new(total, now),
+        sorting_column: None,
+        result: items.into_iter().skip(page.offset as usize).take(page.limit as usize).map(view).collect(),
+    })
+}
+
+pub async fn list_keys(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    ApiJson(req): ApiJson<ListRequest>,
+) -> ApiResult<Json<ListResponse<KeyView>>> {
+    caller.require(Permission::UserRead)?;
+    let mut c = state.db.conn().await?;
+    let u = load_user(&mut c, &caller, &user_id).await?;
+    let keys = key::list_keys(&mut c, Owner::User, &user_id).await?;
+    Ok(Json(paginate(keys, &req.query, state.clock.now(), |k| KeyView::new(k, &u.org_id))?))
+}
+
+#[derive(Serialize)]
+pub struct GetKeyResponse {
+    key: KeyView,
+}
+
+pub async fn get_key(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((user_id, key_id)): Path<(String, String)>,
+) -> ApiResult<Json<GetKeyResponse>> {
+    caller.require(Permission::UserRead)?;
+    let mut c = state.db.conn().await?;
+    let u = load_user(&mut c, &caller, &user_id).await?;
+    let k = key::get_key(&mut c, Owner::User, &user_id, &key_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("key not found").with_id("KEY-NotFound"))?;
+    Ok(Json(GetKeyResponse { key: KeyView::new(&k, &u.org_id) }))
+}
+
+pub async fn remove_key(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((user_id, key_id)): Path<(String, String)>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::UserWrite)?;
+    let now = state.clock.now();
+    let mut c = state.db.conn().await?;
+    let u = load_user(&mut c, &caller, &user_id).await?;
+    if !key::delete_key(&mut c, Owner::User, &user_id, &key_id).await? {
+        return Err(ApiError::not_found("key not found").with_id("KEY-NotFound"));
+    }
+    Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AddPatRequest {
+    expiration_date: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddPatResponse {
+    token_id: String,
+    token: String,
+    details: Details,
+}
+
+/// A personal access token; shown only in this response, stored as its SHA-256 digest.
+pub async fn add_pat(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    ApiJson(req): ApiJson<AddPatRequest>,
+) -> ApiResult<Json<AddPatResponse>> {
+    caller.require(Permission::UserWrite)?;
+    let now = state.clock.now();
+    let expires_at = match req.expiration_date.as_deref().filter(|s| !s.is_empty()) {
+        Some(s) => {
+            let t = parse_ts("AddPersonalAccessTokenRequest.expirationDate", s)?;
+            if t <= now {
+                return Err(ApiError::invalid(
+                    "invalid AddPersonalAccessTokenRequest.expirationDate: must be in the future",
+                ));
+            }
+            Some(t)
+        }
+        None => None,
+    };
+    let mut c = state.db.conn().await?;
+    let u = load_user(&mut c, &caller, &user_id).await?;
+    require_machine(&u)?;
+    let token = secret::new_secret();
+    let token_id = new_id();
+    key::insert_pat(
+        &mut c,
+        &Pat {
+            pat_id: token_id.clone(),
+            user_id: user_id.clone(),
+            scopes: vec!["openid".into()],
+            expires_at,
+            created_at: now,
+        },
+        &secret::digest(&token),
+    )
+    .await?;
+    Ok(Json(AddPatResponse { token_id, token, details: Details::created(now, &u.org_id) }))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PatView {
+    id: String,
+    details: Details,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expiration_date: Option<String>,
+    scopes: Vec<String>,
+}
+
+pub async fn list_pats(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    ApiJson(req): ApiJson<ListRequest>,
+) -> ApiResult<Json<ListResponse<PatView>>> {
+    caller.require(Permission::UserRead)?;
+    let mut c = state.db.conn().await?;
+    let u = load_user(&mut c, &caller, &user_id).await?;
+    let pats = key::list_pats(&mut c, &user_id).await?;
+    Ok(Json(paginate(pats, &req.query, state.clock.now(), |p| PatView {
+        id: p.pat_id.clone(),
+        details: Details::created(p.created_at, &u.org_id),
+        expiration_date: p.expires_at.map(ts),
+        scopes: p.scopes.clone(),
+    })?))
+}
+
+pub async fn remove_pat(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((user_id, token_id)): Path<(String, String)>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::UserWrite)?;
+    let now = state.clock.now();
+    let mut c = state.db.conn().await?;
+    let u = load_user(&mut c, &caller, &user_id).await?;
+    if !key::delete_pat(&mut c, &user_id, &token_id).await? {
+        return Err(ApiError::not_found("token not found").with_id("PAT-NotFound"));
+    }
+    Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
+}

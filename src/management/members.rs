@@ -1,0 +1,179 @@
+//! Organization members (and the shared logic for instance members in the admin API).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::{Deserialize, Serialize};
+
+use super::machine::paginate;
+use super::views::MemberView;
+use crate::api::error::ApiResult;
+use crate::api::types::{Details, DetailsResponse, ListQuery, ListResponse};
+use crate::api::{ApiError, ApiJson, Caller};
+use crate::app::AppState;
+use crate::domain::roles::{IAM_ROLES, ORG_ROLES, Permission};
+use crate::store::member::{self, Scope};
+use crate::store::user;
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AddMemberRequest {
+    user_id: String,
+    roles: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct UpdateMemberRequest {
+    roles: Vec<String>,
+}
+
+pub fn check_roles(req: &str, roles: &[String], allowed: &[&str]) -> ApiResult<Vec<String>> {
+    if roles.is_empty() {
+        return Err(ApiError::invalid(format!("invalid {req}.roles: at least one role is required")));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for r in roles {
+        if !allowed.contains(&r.as_str()) {
+            return Err(ApiError::invalid(format!(
+                "invalid {req}.roles: unknown role '{r}', expected one of {}",
+                allowed.join(", ")
+            )));
+        }
+        if !out.contains(r) {
+            out.push(r.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn scope_roles(scope: Scope) -> &'static [&'static str] {
+    if scope == Scope::Iam { IAM_ROLES } else { ORG_ROLES }
+}
+
+/// Adds a member to the instance (`scope_id` "") or an organization.
+pub async fn add(
+    state: &AppState,
+    scope: Scope,
+    scope_id: &str,
+    req_name: &str,
+    user_id: &str,
+    roles: &[String],
+) -> ApiResult<Json<DetailsResponse>> {
+    let roles = check_roles(req_name, roles, scope_roles(scope))?;
+    if user_id.trim().is_empty() {
+        return Err(ApiError::invalid(format!("invalid {req_name}.userId: value is required")));
+    }
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    if user::get(&mut tx, user_id).await?.is_none() {
+        return Err(ApiError::not_found("user not found").with_id("USER-NotFound"));
+    }
+    if member::get(&mut tx, scope, scope_id, user_id).await?.is_some() {
+        return Err(ApiError::exists("the user is already a member").with_id("MEMBER-AlreadyExists"));
+    }
+    member::upsert(&mut tx, scope, scope_id, user_id, &roles, now).await?;
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::created(now, scope_id) }))
+}
+
+pub async fn update(
+    state: &AppState,
+    scope: Scope,
+    scope_id: &str,
+    req_name: &str,
+    user_id: &str,
+    roles: &[String],
+) -> ApiResult<Json<DetailsResponse>> {
+    let roles = check_roles(req_name, roles, scope_roles(scope))?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    if member::get(&mut tx, scope, scope_id, user_id).await?.is_none() {
+        return Err(ApiError::not_found("member not found").with_id("MEMBER-NotFound"));
+    }
+    member::upsert(&mut tx, scope, scope_id, user_id, &roles, now).await?;
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, scope_id) }))
+}
+
+pub async fn remove(state: &AppState, scope: Scope, scope_id: &str, user_id: &str) -> ApiResult<Json<DetailsResponse>> {
+    let now = state.clock.now();
+    let mut c = state.db.conn().await?;
+    if !member::remove(&mut c, scope, scope_id, user_id).await? {
+        return Err(ApiError::not_found("member not found").with_id("MEMBER-NotFound"));
+    }
+    Ok(Json(DetailsResponse { details: Details::changed(now, scope_id) }))
+}
+
+pub async fn list(
+    state: &AppState,
+    scope: Scope,
+    scope_id: &str,
+    query: &ListQuery,
+) -> ApiResult<Json<ListResponse<MemberView>>> {
+    let mut c = state.db.conn().await?;
+    let members = member::list(&mut c, scope, scope_id).await?;
+    let mut rows = Vec::with_capacity(members.len());
+    for m in members {
+        if let Some(u) = user::get(&mut c, &m.user_id).await? {
+            rows.push((m, u));
+        }
+    }
+    Ok(Json(paginate(rows, query, state.clock.now(), |(m, u)| MemberView::new(m, u, scope_id))?))
+}
+
+pub async fn add_org_member(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<AddMemberRequest>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::OrgMemberWrite)?;
+    add(&state, Scope::Org, &caller.org_id, "AddOrgMemberRequest", &req.user_id, &req.roles).await
+}
+
+pub async fn update_org_member(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    ApiJson(req): ApiJson<UpdateMemberRequest>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::OrgMemberWrite)?;
+    update(&state, Scope::Org, &caller.org_id, "UpdateOrgMemberRequest", &user_id, &req.roles).await
+}
+
+pub async fn remove_org_member(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::OrgMemberWrite)?;
+    remove(&state, Scope::Org, &caller.org_id, &user_id).await
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ListMembersRequest {
+    query: ListQuery,
+}
+
+pub async fn list_org_members(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<ListMembersRequest>,
+) -> ApiResult<Json<ListResponse<MemberView>>> {
+    caller.require(Permission::OrgMemberRead)?;
+    list(&state, Scope::Org, &caller.org_id, &req.query).await
+}
+
+#[derive(Serialize)]
+pub struct RolesResponse {
+    result: Vec<&'static str>,
+}
+
+pub async fn list_org_member_roles(caller: Caller) -> ApiResult<Json<RolesResponse>> {
+    caller.require(Permission::OrgMemberRead)?;
+    Ok(Json(RolesResponse { result: ORG_ROLES.to_vec() }))
+}
+
+pub async fn list_iam_member_roles() -> Json<RolesResponse> {
+    Json(RolesResponse { result: IAM_ROLES.to_vec() })
+}

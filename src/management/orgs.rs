@@ -1,0 +1,268 @@
+//! Organizations and their domains.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::{Deserialize, Serialize};
+
+use super::views::OrgView;
+use crate::api::error::ApiResult;
+use crate::api::types::{Details, DetailsResponse, ListDetails, ListQuery, ListResponse, is_false};
+use crate::api::{ApiError, ApiJson, Caller};
+use crate::app::AppState;
+use crate::domain::enums::{DomainValidationType, OrgState};
+use crate::domain::roles::Permission;
+use crate::domain::validate::{self, slug};
+use crate::id::new_id;
+use crate::store::{Conn, member, org};
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AddOrgRequest {
+    name: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddOrgResponse {
+    id: String,
+    details: Details,
+}
+
+/// Creates an organization with a generated primary domain `{slug}.{external host}`. Used by
+/// `POST /management/v1/orgs` and the admin set-up call.
+/// The domain an organization gets when none is given: `{slug of its name}.{external host}`,
+/// with the end of its id appended when another organization holds that name.
+pub async fn generated_domain(state: &AppState, c: &mut Conn, org_id: &str, name: &str) -> ApiResult<String> {
+    let host = state.settings.external_host();
+    let base = format!("{}.{host}", slug(name));
+    Ok(if org::get_domain(c, &base).await?.is_some() {
+        format!("{}-{}.{host}", slug(name), &org_id[org_id.len().saturating_sub(6)..])
+    } else {
+        base
+    })
+}
+
+pub async fn create_org(
+    state: &AppState,
+    c: &mut Conn,
+    name: &str,
+    domain: Option<&str>,
+    now: i64,
+) -> ApiResult<String> {
+    let name = name.trim();
+    if org::name_taken(c, name).await? {
+        return Err(ApiError::exists("an organization with this name already exists").with_id("ORG-AlreadyExists"));
+    }
+    let org_id = new_id();
+    org::insert(c, &org_id, name, OrgState::Active, now).await?;
+    let domain = match domain {
+        Some(d) => {
+            let d = d.trim().to_ascii_lowercase();
+            if org::get_domain(c, &d).await?.is_some() {
+                return Err(ApiError::exists("the domain belongs to another organization").with_id("ORG-DomainTaken"));
+            }
+            d
+        }
+        None => generated_domain(state, c, &org_id, name).await?,
+    };
+    org::insert_domain(
+        c,
+        &org::OrgDomain {
+            domain,
+            org_id: org_id.clone(),
+            is_verified: true,
+            is_primary: true,
+            validation_type: DomainValidationType::Unspecified,
+            created_at: now,
+        },
+    )
+    .await?;
+    Ok(org_id)
+}
+
+pub async fn add_org(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<AddOrgRequest>,
+) -> ApiResult<Json<AddOrgResponse>> {
+    caller.require(Permission::OrgCreate)?;
+    validate::required("AddOrgRequest", "name", &req.name, 200)?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let org_id = create_org(&state, &mut tx, &req.name, None, now).await?;
+    // The creator owns the new organization.
+    member::upsert(&mut tx, member::Scope::Org, &org_id, &caller.user_id, &["ORG_OWNER".to_string()], now).await?;
+    tx.commit().await?;
+    Ok(Json(AddOrgResponse { details: Details::created(now, &org_id), id: org_id }))
+}
+
+#[derive(Serialize)]
+pub struct GetOrgResponse {
+    pub org: OrgView,
+}
+
+pub async fn load_org(state: &AppState, org_id: &str) -> ApiResult<org::Org> {
+    let mut c = state.db.conn().await?;
+    org::get(&mut c, org_id).await?.ok_or_else(|| ApiError::not_found("organization not found").with_id("ORG-NotFound"))
+}
+
+pub async fn get_my_org(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<GetOrgResponse>> {
+    caller.require(Permission::OrgRead)?;
+    let o = load_org(&state, &caller.org_id).await?;
+    Ok(Json(GetOrgResponse { org: OrgView::from(&o) }))
+}
+
+pub async fn update_org(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<AddOrgRequest>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::OrgWrite)?;
+    validate::required("UpdateOrgRequest", "name", &req.name, 200)?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let current =
+        org::get(&mut tx, &caller.org_id).await?.ok_or_else(|| ApiError::not_found("organization not found"))?;
+    if current.name == req.name.trim() {
+        return Err(ApiError::precondition("the organization already has this name").with_id("ORG-NotChanged"));
+    }
+    if crate::store::fold(&current.name) != crate::store::fold(&req.name) && org::name_taken(&mut tx, &req.name).await?
+    {
+        return Err(ApiError::exists("an organization with this name already exists").with_id("ORG-AlreadyExists"));
+    }
+    org::rename(&mut tx, &caller.org_id, req.name.trim(), now).await?;
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AddDomainRequest {
+    domain: String,
+}
+
+pub async fn add_domain(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<AddDomainRequest>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::OrgWrite)?;
+    validate::domain("AddOrgDomainRequest", "domain", req.domain.trim())?;
+    let domain = req.domain.trim().to_ascii_lowercase();
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    if let Some(existing) = org::get_domain(&mut tx, &domain).await? {
+        return Err(if existing.org_id == caller.org_id {
+            ApiError::exists("the organization already has this domain").with_id("ORG-DomainExists")
+        } else {
+            ApiError::exists("the domain belongs to another organization").with_id("ORG-DomainTaken")
+        });
+    }
+    // Domains are accepted as verified: latch trusts its organization owners and offers no
+    // DNS or HTTP challenge.
+    org::insert_domain(
+        &mut tx,
+        &org::OrgDomain {
+            domain,
+            org_id: caller.org_id.clone(),
+            is_verified: true,
+            is_primary: false,
+            validation_type: DomainValidationType::Unspecified,
+            created_at: now,
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::created(now, &caller.org_id) }))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DomainView {
+    org_id: String,
+    details: Details,
+    domain_name: String,
+    #[serde(skip_serializing_if = "is_false")]
+    is_verified: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    is_primary: bool,
+    #[serde(skip_serializing_if = "DomainValidationType::is_default")]
+    validation_type: DomainValidationType,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ListRequest {
+    query: ListQuery,
+}
+
+pub async fn list_domains(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<ListRequest>,
+) -> ApiResult<Json<ListResponse<DomainView>>> {
+    caller.require(Permission::OrgRead)?;
+    let page = req.query.page()?;
+    let mut c = state.db.conn().await?;
+    let all = org::domains(&mut c, &caller.org_id).await?;
+    let total = all.len() as i64;
+    let result = all
+        .into_iter()
+        .skip(page.offset as usize)
+        .take(page.limit as usize)
+        .map(|d| DomainView {
+            org_id: d.org_id.clone(),
+            details: Details::created(d.created_at, &d.org_id),
+            domain_name: d.domain,
+            is_verified: d.is_verified,
+            is_primary: d.is_primary,
+            validation_type: d.validation_type,
+        })
+        .collect();
+    Ok(Json(ListResponse { details: ListDetails::new(total, state.clock.now()), sorting_column: None, result }))
+}
+
+pub async fn set_primary_domain(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(domain): Path<String>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::OrgWrite)?;
+    let domain = domain.trim().to_ascii_lowercase();
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    match org::get_domain(&mut tx, &domain).await? {
+        Some(d) if d.org_id == caller.org_id => {
+            if !d.is_verified {
+                return Err(ApiError::precondition("the domain is not verified").with_id("ORG-DomainNotVerified"));
+            }
+        }
+        _ => {
+            return Err(ApiError::not_found("the organization has no such domain").with_id("ORG-DomainNotFound"));
+        }
+    }
+    org::set_primary_domain(&mut tx, &caller.org_id, &domain, now).await?;
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
+}
+
+pub async fn remove_domain(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(domain): Path<String>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::OrgWrite)?;
+    let domain = domain.trim().to_ascii_lowercase();
+    let now = state.clock.now();
+    let mut c = state.db.conn().await?;
+    match org::get_domain(&mut c, &domain).await? {
+        Some(d) if d.org_id == caller.org_id && d.is_primary => {
+            Err(ApiError::precondition("the primary domain cannot be removed").with_id("ORG-PrimaryDomain"))
+        }
+        Some(d) if d.org_id == caller.org_id => {
+            org::remove_domain(&mut c, &caller.org_id, &domain).await?;
+            Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
+        }
+        _ => Err(ApiError::not_found("the organization has no such domain").with_id("ORG-DomainNotFound")),
+    }
+}

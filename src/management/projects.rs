@@ -1,0 +1,399 @@
+//! Projects, project roles and user grants.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::{Deserialize, Serialize};
+
+use super::machine::paginate;
+use super::users::load_user;
+use crate::api::error::ApiResult;
+use crate::api::types::{Details, DetailsResponse, ListDetails, ListQuery, ListResponse, is_false};
+use crate::api::{ApiError, ApiJson, Caller};
+use crate::app::AppState;
+use crate::domain::enums::{PrivateLabelingSetting, ProjectState, TextQueryMethod, UserGrantState};
+use crate::domain::roles::Permission;
+use crate::domain::validate;
+use crate::id::new_id;
+use crate::store::project::{self, Project, ProjectRole, UserGrant};
+use crate::store::{Conn, StoreError};
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ProjectRequest {
+    name: String,
+    project_role_assertion: bool,
+    project_role_check: bool,
+    has_project_check: bool,
+    private_labeling_setting: PrivateLabelingSetting,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddProjectResponse {
+    id: String,
+    details: Details,
+}
+
+pub async fn add_project(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<ProjectRequest>,
+) -> ApiResult<Json<AddProjectResponse>> {
+    caller.require(Permission::ProjectCreate)?;
+    validate::required("AddProjectRequest", "name", &req.name, 200)?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    if project::name_taken(&mut tx, &caller.org_id, &req.name).await? {
+        return Err(ApiError::exists("a project with this name already exists").with_id("PROJECT-AlreadyExists"));
+    }
+    let id = new_id();
+    project::insert(
+        &mut tx,
+        &Project {
+            project_id: id.clone(),
+            org_id: caller.org_id.clone(),
+            name: req.name.trim().to_string(),
+            state: ProjectState::Active,
+            role_assertion: req.project_role_assertion,
+            role_check: req.project_role_check,
+            has_project_check: req.has_project_check,
+            private_labeling: req.private_labeling_setting,
+            created_at: now,
+            changed_at: now,
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(AddProjectResponse { id, details: Details::created(now, &caller.org_id) }))
+}
+
+/// A project of the caller's organization (others are "not found").
+pub async fn load_project(c: &mut Conn, caller: &Caller, project_id: &str) -> ApiResult<Project> {
+    match project::get(c, project_id).await? {
+        Some(p) if p.org_id == caller.org_id => Ok(p),
+        _ => Err(ApiError::not_found("project not found").with_id("PROJECT-NotFound")),
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectView {
+    id: String,
+    details: Details,
+    name: String,
+    #[serde(skip_serializing_if = "ProjectState::is_default")]
+    state: ProjectState,
+    #[serde(skip_serializing_if = "is_false")]
+    project_role_assertion: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    project_role_check: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    has_project_check: bool,
+    #[serde(skip_serializing_if = "PrivateLabelingSetting::is_default")]
+    private_labeling_setting: PrivateLabelingSetting,
+}
+
+impl From<&Project> for ProjectView {
+    fn from(p: &Project) -> Self {
+        ProjectView {
+            id: p.project_id.clone(),
+            details: Details::read(p.created_at, p.changed_at, &p.org_id),
+            name: p.name.clone(),
+            state: p.state,
+            project_role_assertion: p.role_assertion,
+            project_role_check: p.role_check,
+            has_project_check: p.has_project_check,
+            private_labeling_setting: p.private_labeling,
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct GetProjectResponse {
+    project: ProjectView,
+}
+
+pub async fn get_project(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(project_id): Path<String>,
+) -> ApiResult<Json<GetProjectResponse>> {
+    caller.require(Permission::ProjectRead)?;
+    let mut c = state.db.conn().await?;
+    let p = load_project(&mut c, &caller, &project_id).await?;
+    Ok(Json(GetProjectResponse { project: ProjectView::from(&p) }))
+}
+
+pub async fn update_project(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(project_id): Path<String>,
+    ApiJson(req): ApiJson<ProjectRequest>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::ProjectWrite)?;
+    validate::required("UpdateProjectRequest", "name", &req.name, 200)?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let mut p = load_project(&mut tx, &caller, &project_id).await?;
+    if crate::store::fold(&p.name) != crate::store::fold(&req.name)
+        && project::name_taken(&mut tx, &caller.org_id, &req.name).await?
+    {
+        return Err(ApiError::exists("a project with this name already exists").with_id("PROJECT-AlreadyExists"));
+    }
+    p.name = req.name.trim().to_string();
+    p.role_assertion = req.project_role_assertion;
+    p.role_check = req.project_role_check;
+    p.has_project_check = req.has_project_check;
+    p.private_labeling = req.private_labeling_setting;
+    project::update(&mut tx, &p, now).await?;
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
+}
+
+pub async fn remove_project(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(project_id): Path<String>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::ProjectDelete)?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    load_project(&mut tx, &caller, &project_id).await?;
+    project::delete(&mut tx, &project_id).await?;
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
+}
+
+#[derive(Deserialize, Default, Clone)]
+#[serde(default, rename_all = "camelCase")]
+pub struct NameQuery {
+    name: String,
+    method: TextQueryMethod,
+}
+
+#[derive(Deserialize, Default, Clone)]
+#[serde(default, rename_all = "camelCase")]
+pub struct NameQueries {
+    name_query: Option<NameQuery>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ListByNameRequest {
+    query: ListQuery,
+    queries: Vec<NameQueries>,
+}
+
+impl ListByNameRequest {
+    pub fn query(&self) -> &ListQuery {
+        &self.query
+    }
+
+    /// The name filter (only `nameQuery` is supported; several are AND-combined as the first).
+    pub fn name(&self) -> ApiResult<Option<(&str, TextQueryMethod)>> {
+        match self.queries.as_slice() {
+            [] => Ok(None),
+            [q] => Ok(q.name_query.as_ref().map(|n| (n.name.as_str(), n.method))),
+            _ => Err(ApiError::invalid("invalid request: only one nameQuery is supported")),
+        }
+    }
+}
+
+pub async fn list_projects(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<ListByNameRequest>,
+) -> ApiResult<Json<ListResponse<ProjectView>>> {
+    caller.require(Permission::ProjectRead)?;
+    let page = req.query.page()?;
+    let mut c = state.db.conn().await?;
+    let (projects, total) = project::search(&mut c, &caller.org_id, req.name()?, page).await?;
+    Ok(Json(ListResponse {
+        details: ListDetails::new(total, state.clock.now()),
+        sorting_column: None,
+        result: projects.iter().map(ProjectView::from).collect(),
+    }))
+}
+
+#[derive(Deserialize, Default, Clone)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RoleInput {
+    #[serde(alias = "key")]
+    role_key: String,
+    display_name: String,
+    group: String,
+}
+
+fn check_role(req: &str, r: &RoleInput) -> ApiResult<()> {
+    validate::required(req, "roleKey", &r.role_key, 200)?;
+    if r.role_key.chars().any(|c| c.is_whitespace()) {
+        return Err(ApiError::invalid(format!("invalid {req}.roleKey: value must not contain spaces")));
+    }
+    validate::required(req, "displayName", &r.display_name, 200)?;
+    validate::max(req, "group", &r.group, 200)?;
+    Ok(())
+}
+
+async fn insert_roles(
+    state: &AppState,
+    caller: &Caller,
+    project_id: &str,
+    roles: &[RoleInput],
+) -> ApiResult<Json<DetailsResponse>> {
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    load_project(&mut tx, caller, project_id).await?;
+    for r in roles {
+        project::insert_role(
+            &mut tx,
+            &ProjectRole {
+                project_id: project_id.to_string(),
+                role_key: r.role_key.clone(),
+                display_name: r.display_name.trim().to_string(),
+                role_group: r.group.trim().to_string(),
+                created_at: now,
+                changed_at: now,
+            },
+        )
+        .await
+        .map_err(|e| match e {
+            StoreError::Conflict => {
+                ApiError::exists(format!("the role '{}' already exists", r.role_key)).with_id("PROJECT-RoleExists")
+            }
+            other => other.into(),
+        })?;
+    }
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::created(now, &caller.org_id) }))
+}
+
+pub async fn add_role(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(project_id): Path<String>,
+    ApiJson(req): ApiJson<RoleInput>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::ProjectWrite)?;
+    check_role("AddProjectRoleRequest", &req)?;
+    insert_roles(&state, &caller, &project_id, &[req]).await
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct BulkRolesRequest {
+    roles: Vec<RoleInput>,
+}
+
+pub async fn bulk_add_roles(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(project_id): Path<String>,
+    ApiJson(req): ApiJson<BulkRolesRequest>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::ProjectWrite)?;
+    if req.roles.is_empty() {
+        return Err(ApiError::invalid("invalid BulkAddProjectRolesRequest.roles: at least one role is required"));
+    }
+    for r in &req.roles {
+        check_role("BulkAddProjectRolesRequest", r)?;
+    }
+    insert_roles(&state, &caller, &project_id, &req.roles).await
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RoleView {
+    key: String,
+    details: Details,
+    display_name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    group: String,
+}
+
+pub async fn list_roles(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(project_id): Path<String>,
+    ApiJson(req): ApiJson<ListByNameRequest>,
+) -> ApiResult<Json<ListResponse<RoleView>>> {
+    caller.require(Permission::ProjectRead)?;
+    let mut c = state.db.conn().await?;
+    load_project(&mut c, &caller, &project_id).await?;
+    let roles = project::roles(&mut c, &project_id).await?;
+    let list = paginate(roles, req.query(), state.clock.now(), |r| RoleView {
+        key: r.role_key.clone(),
+        details: Details::read(r.created_at, r.changed_at, &caller.org_id),
+        display_name: r.display_name.clone(),
+        group: r.role_group.clone(),
+    })?;
+    Ok(Json(list))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AddUserGrantRequest {
+    project_id: String,
+    project_grant_id: String,
+    role_keys: Vec<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddUserGrantResponse {
+    user_grant_id: String,
+    details: Details,
+}
+
+pub async fn add_user_grant(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    ApiJson(req): ApiJson<AddUserGrantRequest>,
+) -> ApiResult<Json<AddUserGrantResponse>> {
+    caller.require(Permission::UserGrantWrite)?;
+    validate::required("AddUserGrantRequest", "projectId", &req.project_id, 200)?;
+    if !req.project_grant_id.is_empty() {
+        return Err(ApiError::invalid(
+            "invalid AddUserGrantRequest.projectGrantId: granted projects are not supported",
+        ));
+    }
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let u = load_user(&mut tx, &caller, &user_id).await?;
+    let p = load_project(&mut tx, &caller, &req.project_id).await?;
+    let known: Vec<String> = project::roles(&mut tx, &p.project_id).await?.into_iter().map(|r| r.role_key).collect();
+    let mut keys: Vec<String> = Vec::new();
+    for k in &req.role_keys {
+        if !known.contains(k) {
+            return Err(
+                ApiError::precondition(format!("the project has no role '{k}'")).with_id("PROJECT-RoleNotFound")
+            );
+        }
+        if !keys.contains(k) {
+            keys.push(k.clone());
+        }
+    }
+    let id = new_id();
+    project::insert_grant(
+        &mut tx,
+        &UserGrant {
+            user_grant_id: id.clone(),
+            user_id: u.user_id.clone(),
+            project_id: p.project_id.clone(),
+            org_id: caller.org_id.clone(),
+            role_keys: keys,
+            state: UserGrantState::Active,
+            created_at: now,
+            changed_at: now,
+        },
+    )
+    .await
+    .map_err(|e| match e {
+        StoreError::Conflict => {
+            ApiError::exists("the user already has a grant on this project").with_id("USERGRANT-AlreadyExists")
+        }
+        other => other.into(),
+    })?;
+    tx.commit().await?;
+    Ok(Json(AddUserGrantResponse { user_grant_id: id, details: Details::created(now, &caller.org_id) }))
+}

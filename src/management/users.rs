@@ -1,0 +1,559 @@
+//! Human users: create, read, search, state changes, password, e-mail, profile.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::{Deserialize, Serialize};
+
+use super::views::{EmailView, UserView};
+use crate::api::error::ApiResult;
+use crate::api::types::{Details, DetailsResponse, ListDetails, ListQuery, ListResponse};
+use crate::api::{ApiError, ApiJson, Caller};
+use crate::app::AppState;
+use crate::domain::enums::{Gender, TextQueryMethod, UserFieldName, UserState, UserType};
+use crate::domain::roles::Permission;
+use crate::domain::settings::PasswordComplexityPolicy;
+use crate::domain::validate;
+use crate::id::new_id;
+use crate::store::user::{Human, Kind, User, UserQuery};
+use crate::store::{Conn, setting, user};
+
+/// The longest password accepted (a bound against hashing abuse, not a policy).
+pub const MAX_PASSWORD: usize = 256;
+
+#[derive(Debug, Deserialize, Serialize, Default, Clone)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ProfileInput {
+    pub first_name: String,
+    pub last_name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub nick_name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub display_name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub preferred_language: String,
+    #[serde(skip_serializing_if = "Gender::is_default")]
+    pub gender: Gender,
+}
+
+#[derive(Debug, Deserialize, Serialize, Default, Clone)]
+#[serde(default, rename_all = "camelCase")]
+pub struct EmailInput {
+    pub email: String,
+    #[serde(skip_serializing_if = "crate::api::types::is_false")]
+    pub is_email_verified: bool,
+}
+
+#[derive(Debug, Deserialize, Serialize, Default, Clone)]
+#[serde(default, rename_all = "camelCase")]
+pub struct PhoneInput {
+    pub phone: String,
+    #[serde(skip_serializing_if = "crate::api::types::is_false")]
+    pub is_phone_verified: bool,
+}
+
+/// The fields every way of creating a human user shares.
+#[derive(Deserialize, Default, Clone)]
+#[serde(default, rename_all = "camelCase")]
+pub struct HumanInput {
+    pub user_name: String,
+    pub profile: Option<ProfileInput>,
+    pub email: Option<EmailInput>,
+    pub phone: Option<PhoneInput>,
+    /// `AddHumanUserRequest.initialPassword`.
+    pub initial_password: String,
+    /// `SetUpOrgRequest.human.password`.
+    pub password: String,
+}
+
+pub fn validate_profile(req: &str, p: &ProfileInput) -> ApiResult<()> {
+    validate::required(req, "profile.firstName", &p.first_name, 200)?;
+    validate::required(req, "profile.lastName", &p.last_name, 200)?;
+    validate::max(req, "profile.nickName", &p.nick_name, 200)?;
+    validate::max(req, "profile.displayName", &p.display_name, 200)?;
+    validate::max(req, "profile.preferredLanguage", &p.preferred_language, 10)?;
+    Ok(())
+}
+
+impl HumanInput {
+    /// Checks the input and returns the user name and the human fields (without password).
+    pub fn validate(&self, req: &str) -> ApiResult<(String, Human)> {
+        validate::required(req, "userName", &self.user_name, 200)?;
+        if self.user_name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(ApiError::invalid(format!("invalid {req}.userName: value must not contain spaces")));
+        }
+        let profile = self
+            .profile
+            .as_ref()
+            .ok_or_else(|| ApiError::invalid(format!("invalid {req}.profile: value is required")))?;
+        validate_profile(req, profile)?;
+        let email =
+            self.email.as_ref().ok_or_else(|| ApiError::invalid(format!("invalid {req}.email: value is required")))?;
+        validate::email(req, "email.email", email.email.trim())?;
+        let (phone, phone_verified) = match &self.phone {
+            Some(p) if !p.phone.is_empty() => {
+                validate::phone(req, "phone.phone", p.phone.trim())?;
+                (p.phone.trim().to_string(), p.is_phone_verified)
+            }
+            _ => (String::new(), false),
+        };
+        let display_name = if profile.display_name.trim().is_empty() {
+            format!("{} {}", profile.first_name.trim(), profile.last_name.trim())
+        } else {
+            profile.display_name.trim().to_string()
+        };
+        Ok((
+            self.user_name.trim().to_string(),
+            Human {
+                first_name: profile.first_name.trim().to_string(),
+                last_name: profile.last_name.trim().to_string(),
+                nick_name: profile.nick_name.trim().to_string(),
+                display_name,
+                preferred_language: profile.preferred_language.trim().to_string(),
+                gender: profile.gender,
+                email: email.email.trim().to_string(),
+                email_verified: email.is_email_verified,
+                phone,
+                phone_verified,
+                ..Human::default()
+            },
+        ))
+    }
+}
+
+/// The password complexity policy in force for an organization.
+pub async fn complexity_policy(c: &mut Conn, org_id: &str) -> ApiResult<PasswordComplexityPolicy> {
+    let own = setting::load::<PasswordComplexityPolicy>(c, org_id).await?;
+    if own.times.is_some() {
+        return Ok(own.value);
+    }
+    Ok(setting::load::<PasswordComplexityPolicy>(c, setting::INSTANCE).await?.value)
+}
+
+/// Checks a new password against the policy and hashes it.
+pub async fn hash_new_password(state: &AppState, org_id: &str, req: &str, password: &str) -> ApiResult<String> {
+    validate::length(req, "password", password, 1, MAX_PASSWORD)?;
+    let policy = {
+        let mut c = state.db.conn().await?;
+        complexity_policy(&mut c, org_id).await?
+    };
+    let problems = policy.violations(password);
+    if !problems.is_empty() {
+        return Err(ApiError::invalid(format!(
+            "the password does not meet the complexity policy: it {}",
+            problems.join(", ")
+        ))
+        .with_id("COMMAND-PasswordComplexity"));
+    }
+    state.hasher.hash(password).await.map_err(ApiError::internal)
+}
+
+/// Inserts a human user after checking the user name is free in the instance.
+pub async fn insert_human(
+    c: &mut Conn,
+    org_id: &str,
+    user_id: Option<String>,
+    username: &str,
+    human: Human,
+    now: i64,
+) -> ApiResult<String> {
+    if user::username_taken(c, username).await? {
+        return Err(ApiError::exists("a user with this user name already exists").with_id("USER-AlreadyExists"));
+    }
+    let user_id = user_id.unwrap_or_else(new_id);
+    let state = if human.password_hash.is_some() { UserState::Active } else { UserState::Initial };
+    user::insert(
+        c,
+        &User {
+            user_id: user_id.clone(),
+            org_id: org_id.to_string(),
+            username: username.to_string(),
+            state,
+            created_at: now,
+            changed_at: now,
+            kind: Kind::Human(human),
+            org_domain: String::new(),
+        },
+    )
+    .await
+    .map_err(|e| match e {
+        crate::store::StoreError::Conflict => ApiError::exists("the user already exists").with_id("USER-AlreadyExists"),
+        other => other.into(),
+    })?;
+    Ok(user_id)
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddUserResponse {
+    pub user_id: String,
+    pub details: Details,
+}
+
+pub async fn add_human(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<HumanInput>,
+) -> ApiResult<Json<AddUserResponse>> {
+    caller.require(Permission::UserWrite)?;
+    let (username, mut human) = req.validate("AddHumanUserRequest")?;
+    if !req.initial_password.is_empty() {
+        human.password_hash =
+            Some(hash_new_password(&state, &caller.org_id, "AddHumanUserRequest", &req.initial_password).await?);
+        // A password set by someone else must be changed at the first sign-in.
+        human.password_change_required = true;
+        human.password_changed_at = Some(state.clock.now());
+    }
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let user_id = insert_human(&mut tx, &caller.org_id, None, &username, human, now).await?;
+    tx.commit().await?;
+    Ok(Json(AddUserResponse { user_id, details: Details::created(now, &caller.org_id) }))
+}
+
+/// Loads a user of the caller's organization (other organizations' users are "not found").
+pub async fn load_user(c: &mut Conn, caller: &Caller, user_id: &str) -> ApiResult<User> {
+    match user::get(c, user_id).await? {
+        Some(u) if u.org_id == caller.org_id => Ok(u),
+        _ => Err(ApiError::not_found("user not found").with_id("USER-NotFound")),
+    }
+}
+
+pub fn require_human(u: &User) -> ApiResult<&Human> {
+    u.human().ok_or_else(|| ApiError::precondition("the user is not a human user").with_id("USER-NotHuman"))
+}
+
+#[derive(Serialize)]
+pub struct GetUserResponse {
+    user: UserView,
+}
+
+pub async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+) -> ApiResult<Json<GetUserResponse>> {
+    caller.require(Permission::UserRead)?;
+    let mut c = state.db.conn().await?;
+    let u = load_user(&mut c, &caller, &user_id).await?;
+    Ok(Json(GetUserResponse { user: UserView::from(&u) }))
+}
+
+#[derive(Deserialize, Default, Clone)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TextQuery {
+    #[serde(
+        alias = "userName",
+        alias = "firstName",
+        alias = "lastName",
+        alias = "nickName",
+        alias = "displayName",
+        alias = "emailAddress",
+        alias = "loginName"
+    )]
+    value: String,
+    method: TextQueryMethod,
+}
+
+#[derive(Deserialize, Default, Clone)]
+#[serde(default, rename_all = "camelCase")]
+pub struct StateQuery {
+    state: UserState,
+}
+
+#[derive(Deserialize, Default, Clone)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TypeQuery {
+    #[serde(rename = "type")]
+    kind: UserType,
+}
+
+#[derive(Deserialize, Default, Clone)]
+#[serde(default, rename_all = "camelCase")]
+pub struct IdsQuery {
+    user_ids: Vec<String>,
+}
+
+#[derive(Deserialize, Default, Clone)]
+#[serde(default, rename_all = "camelCase")]
+pub struct QueriesQuery {
+    queries: Vec<SearchQuery>,
+}
+
+#[derive(Deserialize, Default, Clone)]
+#[serde(default, rename_all = "camelCase")]
+pub struct NotQuery {
+    query: Option<Box<SearchQuery>>,
+}
+
+/// One element of `queries`: exactly one member is set.
+#[derive(Deserialize, Default, Clone)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SearchQuery {
+    user_name_query: Option<TextQuery>,
+    first_name_query: Option<TextQuery>,
+    last_name_query: Option<TextQuery>,
+    nick_name_query: Option<TextQuery>,
+    display_name_query: Option<TextQuery>,
+    email_query: Option<TextQuery>,
+    login_name_query: Option<TextQuery>,
+    state_query: Option<StateQuery>,
+    type_query: Option<TypeQuery>,
+    in_user_ids_query: Option<IdsQuery>,
+    or_query: Option<QueriesQuery>,
+    and_query: Option<QueriesQuery>,
+    not_query: Option<NotQuery>,
+}
+
+const MAX_QUERY_DEPTH: usize = 5;
+
+impl SearchQuery {
+    fn convert(&self, depth: usize) -> ApiResult<UserQuery> {
+        if depth > MAX_QUERY_DEPTH {
+            return Err(ApiError::invalid("invalid ListUsersRequest.queries: nested too deeply"));
+        }
+        let mut found = Vec::new();
+        let t = |q: &TextQuery| (q.value.clone(), q.method);
+        if let Some(q) = &self.user_name_query {
+            found.push(UserQuery::UserName(t(q).0, t(q).1));
+        }
+        if let Some(q) = &self.first_name_query {
+            found.push(UserQuery::FirstName(q.value.clone(), q.method));
+        }
+        if let Some(q) = &self.last_name_query {
+            found.push(UserQuery::LastName(q.value.clone(), q.method));
+        }
+        if let Some(q) = &self.nick_name_query {
+            found.push(UserQuery::NickName(q.value.clone(), q.method));
+        }
+        if let Some(q) = &self.display_name_query {
+            found.push(UserQuery::DisplayName(q.value.clone(), q.method));
+        }
+        if let Some(q) = &self.email_query {
+            found.push(UserQuery::Email(q.value.clone(), q.method));
+        }
+        if let Some(q) = &self.login_name_query {
+            found.push(UserQuery::LoginName(q.value.clone(), q.method));
+        }
+        if let Some(q) = &self.state_query {
+            found.push(UserQuery::State(q.state));
+        }
+        if let Some(q) = &self.type_query {
+            found.push(UserQuery::Type(q.kind));
+        }
+        if let Some(q) = &self.in_user_ids_query {
+            found.push(UserQuery::InUserIds(q.user_ids.clone()));
+        }
+        if let Some(q) = &self.or_query {
+            found.push(UserQuery::Or(q.queries.iter().map(|s| s.convert(depth + 1)).collect::<ApiResult<_>>()?));
+        }
+        if let Some(q) = &self.and_query {
+            found.push(UserQuery::And(q.queries.iter().map(|s| s.convert(depth + 1)).collect::<ApiResult<_>>()?));
+        }
+        if let Some(q) = &self.not_query {
+            let inner = q
+                .query
+                .as_ref()
+                .ok_or_else(|| ApiError::invalid("invalid ListUsersRequest.notQuery: query is required"))?;
+            found.push(UserQuery::Not(Box::new(inner.convert(depth + 1)?)));
+        }
+        match found.len() {
+            1 => Ok(found.remove(0)),
+            0 => Err(ApiError::invalid("invalid ListUsersRequest.queries: each query must set one of its members")),
+            _ => Err(ApiError::invalid("invalid ListUsersRequest.queries: each query may set only one of its members")),
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ListUsersRequest {
+    query: ListQuery,
+    sorting_column: UserFieldName,
+    queries: Vec<SearchQuery>,
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<ListUsersRequest>,
+) -> ApiResult<Json<ListResponse<UserView>>> {
+    caller.require(Permission::UserRead)?;
+    let page = req.query.page()?;
+    let queries = req.queries.iter().map(|q| q.convert(0)).collect::<ApiResult<Vec<_>>>()?;
+    let mut c = state.db.conn().await?;
+    let (users, total) = user::search(&mut c, &caller.org_id, &queries, req.sorting_column, page).await?;
+    Ok(Json(ListResponse {
+        details: ListDetails::new(total, state.clock.now()),
+        sorting_column: (!req.sorting_column.is_default()).then(|| req.sorting_column.name().to_string()),
+        result: users.iter().map(UserView::from).collect(),
+    }))
+}
+
+/// A state change allowed only from the `from` states.
+async fn change_state(
+    state: &AppState,
+    caller: &Caller,
+    user_id: &str,
+    from: &[UserState],
+    to: UserState,
+    what: &'static str,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::UserWrite)?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let u = load_user(&mut tx, caller, user_id).await?;
+    if !from.contains(&u.state) {
+        return Err(ApiError::precondition(format!("the user cannot be {what} in state {}", u.state.name()))
+            .with_id("USER-StateChange"));
+    }
+    user::set_state(&mut tx, user_id, to, now).await?;
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
+}
+
+pub async fn deactivate(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+) -> ApiResult<Json<DetailsResponse>> {
+    change_state(&state, &caller, &user_id, &[UserState::Active, UserState::Locked], UserState::Inactive, "deactivated")
+        .await
+}
+
+pub async fn reactivate(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+) -> ApiResult<Json<DetailsResponse>> {
+    change_state(&state, &caller, &user_id, &[UserState::Inactive], UserState::Active, "reactivated").await
+}
+
+pub async fn lock(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+) -> ApiResult<Json<DetailsResponse>> {
+    change_state(&state, &caller, &user_id, &[UserState::Active, UserState::Initial], UserState::Locked, "locked").await
+}
+
+pub async fn unlock(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+) -> ApiResult<Json<DetailsResponse>> {
+    change_state(&state, &caller, &user_id, &[UserState::Locked], UserState::Active, "unlocked").await
+}
+
+pub async fn remove(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::UserDelete)?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let u = load_user(&mut tx, &caller, &user_id).await?;
+    user::delete(&mut tx, &u.user_id).await?;
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SetPasswordRequest {
+    password: String,
+    no_change_required: bool,
+}
+
+pub async fn set_password(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    ApiJson(req): ApiJson<SetPasswordRequest>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::UserWrite)?;
+    {
+        let mut c = state.db.conn().await?;
+        let u = load_user(&mut c, &caller, &user_id).await?;
+        require_human(&u)?;
+    }
+    let hash = hash_new_password(&state, &caller.org_id, "SetHumanPasswordRequest", &req.password).await?;
+    let now = state.clock.now();
+    let mut c = state.db.conn().await?;
+    if !user::set_password(&mut c, &user_id, &hash, !req.no_change_required, now).await? {
+        return Err(ApiError::not_found("user not found").with_id("USER-NotFound"));
+    }
+    Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
+}
+
+#[derive(Serialize)]
+pub struct GetEmailResponse {
+    details: Details,
+    email: EmailView,
+}
+
+pub async fn get_email(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+) -> ApiResult<Json<GetEmailResponse>> {
+    caller.require(Permission::UserRead)?;
+    let mut c = state.db.conn().await?;
+    let u = load_user(&mut c, &caller, &user_id).await?;
+    let h = require_human(&u)?;
+    Ok(Json(GetEmailResponse {
+        details: Details::read(u.created_at, u.changed_at, &u.org_id),
+        email: EmailView { email: h.email.clone(), is_email_verified: h.email_verified },
+    }))
+}
+
+pub async fn update_email(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    ApiJson(req): ApiJson<EmailInput>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::UserWrite)?;
+    validate::email("UpdateHumanEmailRequest", "email", req.email.trim())?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let u = load_user(&mut tx, &caller, &user_id).await?;
+    let h = require_human(&u)?;
+    if h.email == req.email.trim() && h.email_verified == req.is_email_verified {
+        return Err(ApiError::precondition("the e-mail address is unchanged").with_id("USER-EmailNotChanged"));
+    }
+    user::update_email(&mut tx, &user_id, req.email.trim(), req.is_email_verified, now).await?;
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
+}
+
+pub async fn update_profile(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    ApiJson(req): ApiJson<ProfileInput>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::UserWrite)?;
+    validate_profile("UpdateHumanProfileRequest", &req)?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let u = load_user(&mut tx, &caller, &user_id).await?;
+    require_human(&u)?;
+    let display_name = if req.display_name.trim().is_empty() {
+        format!("{} {}", req.first_name.trim(), req.last_name.trim())
+    } else {
+        req.display_name.trim().to_string()
+    };
+    let h = Human {
+        first_name: req.first_name.trim().to_string(),
+        last_name: req.last_name.trim().to_string(),
+        nick_name: req.nick_name.trim().to_string(),
+        display_name,
+        preferred_language: req.preferred_language.trim().to_string(),
+        gender: req.gender,
+        ..Human::default()
+    };
+    user::update_profile(&mut tx, &user_id, &h, now).await?;
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
+}

@@ -1,0 +1,85 @@
+//! Reading an access token presented to latch (introspection, userinfo, revocation, the
+//! management API): a JWT access token, an opaque (sealed) one, or a personal access token.
+//! A token counts only while it is unexpired, not revoked (by itself, its session or its grant)
+//! and its user is active.
+
+use super::issue::AccessClaims;
+use crate::app::AppState;
+use crate::crypto::secret;
+use crate::domain::enums::UserState;
+use crate::store::user::User;
+use crate::store::{Conn, Result, key, revocation, user};
+
+/// A valid access token and its user.
+#[derive(Debug, Clone)]
+pub struct Access {
+    pub claims: AccessClaims,
+    pub user: User,
+    /// A personal access token (no client, no audience of its own).
+    pub is_pat: bool,
+}
+
+/// The claims of a token latch issued, if it is one, whatever its state.
+pub fn decode(state: &AppState, token: &str) -> Option<AccessClaims> {
+    if token.len() > 16 * 1024 {
+        return None;
+    }
+    if token.contains('.') {
+        let header = jsonwebtoken::decode_header(token).ok()?;
+        if header.typ.as_deref() != Some("at+jwt") {
+            return None;
+        }
+        state.tokens.verify(token)
+    } else {
+        state.tokens.open(token)
+    }
+}
+
+/// Resolves a presented token; `None` for anything that does not count.
+pub async fn resolve(state: &AppState, c: &mut Conn, token: &str) -> Result<Option<Access>> {
+    let now = state.clock.now();
+    let (claims, is_pat) = match decode(state, token) {
+        Some(claims) => (claims, false),
+        None => {
+            if token.is_empty() || token.len() > 512 {
+                return Ok(None);
+            }
+            let Some(pat) = key::find_pat(c, &secret::digest(token)).await? else { return Ok(None) };
+            let claims = AccessClaims {
+                iss: state.settings.issuer.clone(),
+                sub: pat.user_id.clone(),
+                aud: Vec::new(),
+                exp: pat.expires_at.unwrap_or(i64::MAX),
+                iat: pat.created_at,
+                nbf: pat.created_at,
+                jti: pat.pat_id.clone(),
+                client_id: String::new(),
+                scope: pat.scopes.join(" "),
+                sid: None,
+                gid: None,
+                auth_time: None,
+                amr: None,
+                act: None,
+                extra: Default::default(),
+            };
+            (claims, true)
+        }
+    };
+    if claims.exp <= now || claims.nbf > now + 60 || claims.iss != state.settings.issuer {
+        return Ok(None);
+    }
+    if !is_pat {
+        let mut keys = vec![revocation::token_key(&claims.jti)];
+        if let Some(sid) = &claims.sid {
+            keys.push(revocation::session_key(sid));
+        }
+        if let Some(gid) = &claims.gid {
+            keys.push(revocation::grant_key(gid));
+        }
+        if revocation::any_revoked(c, &keys).await? {
+            return Ok(None);
+        }
+    }
+    let Some(u) = user::get(c, &claims.sub).await?.filter(|u| u.state == UserState::Active) else { return Ok(None) };
+    Ok(Some(Access { claims, user: u, is_pat }))
+}

@@ -1,0 +1,89 @@
+//! Signed JWT assertions (RFC 7523): client assertions for `private_key_jwt` and the
+//! `jwt-bearer` grant. Signature by a registered public key (RS256, ES256 or EdDSA; never
+//! `none` or HMAC), `iss` = `sub` = the expected party, `aud` naming latch, `exp` in the future,
+//! `iat` not in the future and not older than an hour, `jti` used once.
+
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+
+use crate::crypto::keys::{PublicKeyFamily, classify_public_pem};
+use crate::store::key::PublicKey;
+
+/// Seconds of clock difference tolerated between latch and the signer.
+pub const SKEW: i64 = 60;
+/// How old an assertion may be (by `iat`).
+pub const MAX_AGE: i64 = 3600;
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct AssertionClaims {
+    pub iss: String,
+    pub sub: String,
+    pub exp: i64,
+    #[serde(default)]
+    pub iat: Option<i64>,
+    #[serde(default)]
+    pub jti: Option<String>,
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Peek {
+    iss: Option<String>,
+}
+
+/// The unverified `iss` of an assertion (to find whose keys verify it).
+pub fn peek_issuer(token: &str) -> Option<String> {
+    let data = jsonwebtoken::dangerous::insecure_decode::<Peek>(token).ok()?;
+    data.claims.iss
+}
+
+/// Checks an assertion against `keys` (the keys of the party it claims to come from).
+pub fn verify(token: &str, keys: &[PublicKey], audiences: &[&str], now: i64) -> Result<AssertionClaims, String> {
+    if token.len() > 16 * 1024 {
+        return Err("the assertion is too large".into());
+    }
+    let header = jsonwebtoken::decode_header(token).map_err(|_| "the assertion is not a JWT".to_string())?;
+    let kid = header.kid.as_deref().ok_or("the assertion has no kid")?;
+    let key = keys.iter().find(|k| k.key_id == kid).ok_or("the assertion's kid is unknown")?;
+    if key.expires_at.is_some_and(|t| t <= now) {
+        return Err("the key has expired".into());
+    }
+    let family = classify_public_pem(&key.public_key).ok_or("the registered key is unusable")?;
+    let (alg, dk) = match (family, header.alg) {
+        (PublicKeyFamily::Rsa, Algorithm::RS256) => {
+            (Algorithm::RS256, DecodingKey::from_rsa_pem(key.public_key.as_bytes()))
+        }
+        (PublicKeyFamily::Ec, Algorithm::ES256) => {
+            (Algorithm::ES256, DecodingKey::from_ec_pem(key.public_key.as_bytes()))
+        }
+        (PublicKeyFamily::Ed, Algorithm::EdDSA) => {
+            (Algorithm::EdDSA, DecodingKey::from_ed_pem(key.public_key.as_bytes()))
+        }
+        (_, a) => return Err(format!("the algorithm {a:?} does not fit the registered key")),
+    };
+    let dk = dk.map_err(|_| "the registered key is unusable".to_string())?;
+    let mut v = Validation::new(alg);
+    v.leeway = SKEW as u64;
+    v.set_audience(audiences);
+    v.set_required_spec_claims(&["exp", "aud", "iss", "sub"]);
+    v.validate_nbf = true;
+    // jsonwebtoken compares exp with the wall clock; latch checks its own clock below too.
+    v.validate_exp = false;
+    let data = jsonwebtoken::decode::<AssertionClaims>(token, &dk, &v)
+        .map_err(|e| format!("the assertion is invalid: {e}"))?;
+    let c = data.claims;
+    if c.exp + SKEW <= now {
+        return Err("the assertion has expired".into());
+    }
+    match c.iat {
+        Some(iat) if iat > now + SKEW => return Err("the assertion was issued in the future".into()),
+        Some(iat) if iat < now - MAX_AGE => return Err("the assertion is too old".into()),
+        Some(_) => {}
+        None => return Err("the assertion has no iat".into()),
+    }
+    if c.iss != c.sub {
+        return Err("iss and sub of the assertion differ".into());
+    }
+    Ok(c)
+}

@@ -1,0 +1,345 @@
+//! `GET`/`POST /oauth/v2/authorize`: checks the request, then either answers at once from a
+//! session of this browser (single sign-on, `prompt=none`) or stores the request and sends the
+//! browser to the login pages, which finish it with [`complete`].
+
+pub mod request;
+pub mod response;
+
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde::{Deserialize, Serialize};
+
+use self::request::{AuthParams, PageError, Prompt, Rejection, ResponseType};
+use crate::app::AppState;
+use crate::crypto::secret;
+use crate::domain::enums::{OidcTokenType, UserState};
+use crate::login::cookie::{self, Browser};
+use crate::login::flow::{Progress, Start};
+use crate::login::i18n::{self, Texts};
+use crate::login::pages;
+use crate::oauth::client::OidcClient;
+use crate::oauth::error::{ErrorCode, OAuthError};
+use crate::oauth::issue::{self, Grant, Shape};
+use crate::oidc::claims::{self, Subject};
+use crate::store::auth_request::AuthRequestRow;
+use crate::store::session::Session;
+use crate::store::user::User;
+use crate::store::{Conn, auth_request, code, org, session, to_json, user};
+
+/// What an authorization code stands for, kept (as JSON) until it is redeemed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CodeData {
+    pub redirect_uri: String,
+    pub scopes: Vec<String>,
+    pub nonce: Option<String>,
+    pub code_challenge: Option<String>,
+    pub user_id: String,
+    pub session_id: String,
+    pub auth_time: i64,
+    pub amr: Vec<String>,
+}
+
+pub fn request_id(headers: &HeaderMap) -> String {
+    headers.get(crate::app::REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
+}
+
+pub async fn get(State(state): State<AppState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+    let pairs: Vec<(String, String)> =
+        form_urlencoded::parse(query.unwrap_or_default().as_bytes()).into_owned().collect();
+    handle(&state, &headers, pairs).await
+}
+
+pub async fn post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let pairs: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
+    handle(&state, &headers, pairs).await
+}
+
+fn unavailable(t: &Texts, headers: &HeaderMap, e: impl std::fmt::Display) -> Response {
+    tracing::warn!(error = %e, "authorization request failed on the store");
+    pages::error_page(t, StatusCode::SERVICE_UNAVAILABLE, t.err_unavailable, &request_id(headers))
+}
+
+async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, String)>) -> Response {
+    // Before the request is checked, `ui_locales` (when it is there once) still picks the language
+    // of an error page.
+    let asked: Vec<String> = match pairs.iter().filter(|(k, _)| k == "ui_locales").collect::<Vec<_>>().as_slice() {
+        [(_, v)] if v.len() <= 200 => v.split(' ').filter(|l| !l.is_empty()).map(str::to_string).collect(),
+        _ => Vec::new(),
+    };
+    let fallback = i18n::choose(&asked, headers);
+    let mut c = match state.db.conn().await {
+        Ok(c) => c,
+        Err(e) => return unavailable(fallback, headers, e),
+    };
+    let (params, client) = match request::check(&mut c, &state.tokens, &pairs).await {
+        Ok(ok) => ok,
+        Err(Rejection::Page(PageError::Unavailable(e))) => return unavailable(fallback, headers, e),
+        Err(Rejection::Page(e)) => {
+            return pages::error_page(fallback, StatusCode::BAD_REQUEST, &e.message(fallback), &request_id(headers));
+        }
+        Err(Rejection::Redirect { redirect_uri, mode, state: st, error }) => {
+            return response::error(fallback, &state.settings.issuer, &redirect_uri, mode, st.as_deref(), &error);
+        }
+    };
+    let t = i18n::choose(&params.ui_locales, headers);
+    let secure = state.settings.secure_cookies;
+    let browser = cookie::get_or_create(headers, secure);
+    match decide(state, &mut c, t, &params, &client, &browser).await {
+        Ok(mut r) => {
+            browser.set_on(r.headers_mut(), secure);
+            r
+        }
+        Err(e) => unavailable(t, headers, e),
+    }
+}
+
+/// The browser's live sessions with their (active) users.
+pub async fn browser_sessions(c: &mut Conn, browser: &Browser, now: i64) -> crate::store::Result<Vec<(Session, User)>> {
+    if browser.is_new {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for s in session::of_browser(c, &browser.key, now).await? {
+        if let Some(u) = user::get(c, &s.user_id).await?
+            && u.state == UserState::Active
+        {
+            out.push((s, u));
+        }
+    }
+    Ok(out)
+}
+
+fn matches_hint(u: &User, hint: &str) -> bool {
+    u.login_name().eq_ignore_ascii_case(hint)
+        || u.username.eq_ignore_ascii_case(hint)
+        || u.human().is_some_and(|h| h.email.eq_ignore_ascii_case(hint))
+}
+
+async fn decide(
+    state: &AppState,
+    c: &mut Conn,
+    t: &'static Texts,
+    params: &AuthParams,
+    client: &OidcClient,
+    browser: &Browser,
+) -> crate::store::Result<Response> {
+    let now = state.clock.now();
+    let sessions = browser_sessions(c, browser, now).await?;
+    let fresh = |s: &Session| params.max_age.is_none_or(|m| s.auth_time + m >= now);
+    let hinted = params.hint_sub.is_some() || params.login_hint.is_some();
+    let pick = if let Some(sub) = &params.hint_sub {
+        sessions.iter().find(|(_, u)| &u.user_id == sub)
+    } else if let Some(h) = &params.login_hint {
+        sessions.iter().find(|(_, u)| matches_hint(u, h))
+    } else if sessions.len() == 1 {
+        sessions.first()
+    } else {
+        None
+    };
+    let redirect_error = |code: ErrorCode, d: &str| {
+        Ok(response::error(
+            t,
+            &state.settings.issuer,
+            &params.redirect_uri,
+            params.response_mode,
+            params.state.as_deref(),
+            &OAuthError::new(code, d),
+        ))
+    };
+    if params.has_prompt(Prompt::None) {
+        return match pick {
+            Some((s, u)) if fresh(s) => complete(state, c, t, params, client, u.clone(), s).await,
+            Some(_) => redirect_error(ErrorCode::LoginRequired, "the session is older than max_age"),
+            None if sessions.is_empty() || hinted => {
+                redirect_error(ErrorCode::LoginRequired, "no session for this request")
+            }
+            None => {
+                redirect_error(ErrorCode::InteractionRequired, "several accounts are signed in; one must be chosen")
+            }
+        };
+    }
+    // The user a hint names: the person signs in as them without typing the login name.
+    let hinted_user = match (&params.hint_sub, pick) {
+        (Some(sub), _) => user::get(c, sub).await?.filter(|u| u.state == UserState::Active),
+        (None, Some((_, u))) if params.login_hint.is_some() => Some(u.clone()),
+        _ => None,
+    };
+    let (start, preset) = if params.has_prompt(Prompt::Create) {
+        (Start::Create, None)
+    } else if params.has_prompt(Prompt::Login) {
+        (Start::Login, hinted_user)
+    } else if params.has_prompt(Prompt::SelectAccount) {
+        (if sessions.is_empty() { Start::Login } else { Start::Select }, None)
+    } else {
+        match pick {
+            Some((s, u)) if fresh(s) => {
+                return complete(state, c, t, params, client, u.clone(), s).await;
+            }
+            // The session is too old for max_age: its user authenticates again.
+            Some((_, u)) => (Start::Login, Some(u.clone())),
+            None if sessions.len() > 1 => (Start::Select, None),
+            None => (Start::Login, hinted_user),
+        }
+    };
+    let id = secret::new_secret();
+    let progress = Progress { start, ..Progress::default() };
+    auth_request::insert(
+        c,
+        &AuthRequestRow {
+            auth_request_id: id.clone(),
+            ua_key: browser.key.clone(),
+            client_id: client.app.client_id.clone(),
+            params: to_json(params),
+            csrf_token: secret::new_secret(),
+            user_id: preset.map(|u| u.user_id),
+            progress: to_json(&progress),
+            created_at: now,
+            expires_at: now + state.settings.request_lifetime,
+        },
+    )
+    .await?;
+    let mut r = StatusCode::SEE_OTHER.into_response_with_location(&format!("/ui/login/{id}"));
+    r.headers_mut().insert(axum::http::header::CACHE_CONTROL, axum::http::HeaderValue::from_static("no-store"));
+    Ok(r)
+}
+
+trait Location {
+    fn into_response_with_location(self, location: &str) -> Response;
+}
+
+impl Location for StatusCode {
+    fn into_response_with_location(self, location: &str) -> Response {
+        let mut r = axum::response::IntoResponse::into_response(self);
+        if let Ok(v) = axum::http::HeaderValue::from_str(location) {
+            r.headers_mut().insert(axum::http::header::LOCATION, v);
+        }
+        r
+    }
+}
+
+/// The token shape a client asked for.
+pub fn shape(client: &OidcClient) -> Shape {
+    Shape {
+        jwt_access_token: client.config.access_token_type == OidcTokenType::Jwt,
+        id_token_userinfo_assertion: client.config.id_token_userinfo_assertion,
+        access_token_role_assertion: client.config.access_token_role_assertion,
+        id_token_role_assertion: client.config.id_token_role_assertion,
+        project_role_assertion: client.project.role_assertion,
+    }
+}
+
+/// Loads a user's organization to make a token subject.
+pub async fn subject(c: &mut Conn, u: User) -> crate::store::Result<Option<Subject>> {
+    Ok(org::get(c, &u.org_id).await?.map(|o| Subject { user: u, org: o }))
+}
+
+/// Answers the client for an authenticated session: a code, or the implicit tokens.
+pub async fn complete(
+    state: &AppState,
+    c: &mut Conn,
+    t: &'static Texts,
+    params: &AuthParams,
+    client: &OidcClient,
+    u: User,
+    s: &Session,
+) -> crate::store::Result<Response> {
+    let now = state.clock.now();
+    session::touch(c, &s.session_id, now).await?;
+    let Some(subject) = subject(c, u).await? else {
+        return Ok(pages::error_page(t, StatusCode::BAD_REQUEST, "the account has no organization", ""));
+    };
+    let scopes = claims::filter_org_scopes(&subject, &params.scopes());
+    let mut fields: Vec<(&'static str, String)> = Vec::new();
+    match params.response_type {
+        ResponseType::Code => {
+            let code_value = secret::new_secret();
+            let data = CodeData {
+                redirect_uri: params.redirect_uri.clone(),
+                scopes: scopes.0.clone(),
+                nonce: params.nonce.clone(),
+                code_challenge: params.code_challenge.clone(),
+                user_id: subject.user.user_id.clone(),
+                session_id: s.session_id.clone(),
+                auth_time: s.auth_time,
+                amr: s.amr.clone(),
+            };
+            let grant_id = crate::id::new_id();
+            code::insert(
+                c,
+                &secret::digest(&code_value),
+                &grant_id,
+                &client.app.client_id,
+                &to_json(&data),
+                now,
+                now + state.settings.code_lifetime,
+            )
+            .await?;
+            fields.push(("code", code_value));
+        }
+        ResponseType::IdToken | ResponseType::IdTokenToken => {
+            let grant = Grant {
+                client_id: client.app.client_id.clone(),
+                project_id: client.project.project_id.clone(),
+                audience: issue::audience(&client.app.client_id, &client.project.project_id, &scopes),
+                subject,
+                scopes: scopes.clone(),
+                auth_time: Some(s.auth_time),
+                amr: s.amr.clone(),
+                session_id: Some(s.session_id.clone()),
+                grant_id: None,
+                nonce: params.nonce.clone(),
+                act: None,
+            };
+            let shape = shape(client);
+            let life = match issue::lifetimes(c).await {
+                Ok(l) => l,
+                Err(e) => {
+                    return Ok(response::error(
+                        t,
+                        &state.settings.issuer,
+                        &params.redirect_uri,
+                        params.response_mode,
+                        params.state.as_deref(),
+                        &e,
+                    ));
+                }
+            };
+            let result = async {
+                let at = if params.response_type == ResponseType::IdTokenToken {
+                    Some(issue::access_token(state, c, &grant, shape, life.access_token_lifetime).await?.0)
+                } else {
+                    None
+                };
+                let id = issue::id_token(state, c, &grant, shape, life.id_token_lifetime, at.as_deref(), None).await?;
+                Ok::<_, OAuthError>((at, id))
+            }
+            .await;
+            let (at, id) = match result {
+                Ok(v) => v,
+                Err(e) => {
+                    return Ok(response::error(
+                        t,
+                        &state.settings.issuer,
+                        &params.redirect_uri,
+                        params.response_mode,
+                        params.state.as_deref(),
+                        &e,
+                    ));
+                }
+            };
+            if let Some(at) = at {
+                fields.push(("access_token", at));
+                fields.push(("token_type", "Bearer".into()));
+                fields.push(("expires_in", life.access_token_lifetime.to_string()));
+            }
+            fields.push(("id_token", id));
+            fields.push(("scope", scopes.join()));
+        }
+    }
+    if let Some(st) = &params.state {
+        fields.push(("state", st.clone()));
+    }
+    Ok(response::respond(t, &state.settings.issuer, &params.redirect_uri, params.response_mode, fields))
+}

@@ -1,0 +1,363 @@
+//! Parsing and checking an authorization request (OIDC Core 3.1.2, RFC 6749 4.1.1, RFC 7636).
+//! Problems with the client or its redirect URI are shown on a latch page; every other problem
+//! goes back to the client's redirect URI.
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::enums::{OidcAuthMethod, OidcResponseType};
+use crate::oauth::client::{self, OidcClient};
+use crate::oauth::error::{ErrorCode, OAuthError};
+use crate::oauth::scope::Scopes;
+use crate::oauth::tokens::TokenService;
+use crate::store::Conn;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ResponseType {
+    Code,
+    IdToken,
+    IdTokenToken,
+}
+
+impl ResponseType {
+    pub fn is_implicit(self) -> bool {
+        self != ResponseType::Code
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ResponseMode {
+    Query,
+    Fragment,
+    FormPost,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Prompt {
+    None,
+    Login,
+    SelectAccount,
+    Create,
+    Consent,
+}
+
+/// A checked authorization request, kept with the pending request while the user signs in.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AuthParams {
+    pub client_id: String,
+    pub redirect_uri: String,
+    pub response_type: ResponseType,
+    pub response_mode: ResponseMode,
+    pub scopes: Vec<String>,
+    pub state: Option<String>,
+    pub nonce: Option<String>,
+    pub code_challenge: Option<String>,
+    pub prompt: Vec<Prompt>,
+    pub max_age: Option<i64>,
+    /// The subject of a valid `id_token_hint`.
+    pub hint_sub: Option<String>,
+    pub login_hint: Option<String>,
+    pub ui_locales: Vec<String>,
+}
+
+impl AuthParams {
+    pub fn has_prompt(&self, p: Prompt) -> bool {
+        self.prompt.contains(&p)
+    }
+
+    pub fn scopes(&self) -> Scopes {
+        Scopes(self.scopes.clone())
+    }
+}
+
+/// Why a request is refused.
+#[derive(Debug)]
+pub enum Rejection {
+    /// The redirect URI cannot be used: the error is shown on a latch page.
+    Page(PageError),
+    /// The error goes back to the client.
+    Redirect { redirect_uri: String, mode: ResponseMode, state: Option<String>, error: OAuthError },
+}
+
+/// What the person sees when the request cannot go back to the application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PageError {
+    ClientMissing,
+    ClientUnknown,
+    RedirectMissing,
+    RedirectUnknown,
+    Repeated(String),
+    TooLong(String),
+    /// The store failed while loading the client.
+    Unavailable(String),
+}
+
+impl std::fmt::Display for PageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PageError::ClientMissing => f.write_str("the request has no client_id"),
+            PageError::ClientUnknown => f.write_str("the application is unknown or inactive"),
+            PageError::RedirectMissing => f.write_str("the request has no redirect_uri"),
+            PageError::RedirectUnknown => f.write_str("the redirect_uri is not registered for this application"),
+            PageError::Repeated(p) => write!(f, "the parameter {p} is repeated"),
+            PageError::TooLong(p) => write!(f, "the parameter {p} is too long"),
+            PageError::Unavailable(e) => write!(f, "the client could not be loaded: {e}"),
+        }
+    }
+}
+
+impl PageError {
+    /// The message in the person's language.
+    pub fn message(&self, t: &crate::login::i18n::Texts) -> String {
+        match self {
+            PageError::ClientMissing => t.err_client_missing.to_string(),
+            PageError::ClientUnknown => t.err_client_unknown.to_string(),
+            PageError::RedirectMissing => t.err_redirect_missing.to_string(),
+            PageError::RedirectUnknown => t.err_redirect_unknown.to_string(),
+            PageError::Repeated(p) => t.err_param_repeated.replace("{}", p),
+            PageError::TooLong(p) => t.err_param_too_long.replace("{}", p),
+            PageError::Unavailable(_) => t.err_unavailable.to_string(),
+        }
+    }
+}
+
+/// Longest value accepted for any parameter.
+const MAX_PARAM: usize = 4096;
+
+struct Raw<'a>(&'a [(String, String)]);
+
+impl<'a> Raw<'a> {
+    fn all(&self, name: &str) -> Vec<&'a str> {
+        self.0.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect()
+    }
+
+    /// The value of a parameter; an empty value counts as absent (OIDC Core 3.1.2.1).
+    fn one(&self, name: &str) -> Result<Option<&'a str>, PageError> {
+        match self.all(name).as_slice() {
+            [] | [""] => Ok(None),
+            [v] if v.len() > MAX_PARAM => Err(PageError::TooLong(name.to_string())),
+            [v] => Ok(Some(v)),
+            _ => Err(PageError::Repeated(name.to_string())),
+        }
+    }
+
+    /// [`Raw::one`] with the problem as an `error_description`.
+    fn text(&self, name: &str) -> Result<Option<&'a str>, String> {
+        self.one(name).map_err(|e| e.to_string())
+    }
+}
+
+pub fn parse_response_type(v: &str) -> Option<ResponseType> {
+    let mut parts: Vec<&str> = v.split(' ').filter(|p| !p.is_empty()).collect();
+    parts.sort_unstable();
+    match parts.as_slice() {
+        ["code"] => Some(ResponseType::Code),
+        ["id_token"] => Some(ResponseType::IdToken),
+        ["id_token", "token"] => Some(ResponseType::IdTokenToken),
+        _ => None,
+    }
+}
+
+fn valid_challenge(c: &str) -> bool {
+    (43..=128).contains(&c.len())
+        && c.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+}
+
+#[derive(Deserialize)]
+struct HintClaims {
+    sub: String,
+    #[serde(default)]
+    aud: serde_json::Value,
+}
+
+/// Checks a request. `tokens` verifies `id_token_hint`s (any published key; expiry ignored).
+pub async fn check(
+    c: &mut Conn,
+    tokens: &TokenService,
+    raw: &[(String, String)],
+) -> Result<(AuthParams, OidcClient), Rejection> {
+    let raw = Raw(raw);
+    let client_id = raw.one("client_id").map_err(Rejection::Page)?.ok_or(Rejection::Page(PageError::ClientMissing))?;
+    let client = client::load(c, client_id)
+        .await
+        .map_err(|e| Rejection::Page(PageError::Unavailable(e.to_string())))?
+        .ok_or(Rejection::Page(PageError::ClientUnknown))?;
+    let redirect_uri =
+        raw.one("redirect_uri").map_err(Rejection::Page)?.ok_or(Rejection::Page(PageError::RedirectMissing))?;
+    if !client.redirect_allowed(redirect_uri) {
+        return Err(Rejection::Page(PageError::RedirectUnknown));
+    }
+    let response_type = raw.one("response_type").ok().flatten().and_then(parse_response_type);
+    let default_mode =
+        if response_type.is_some_and(ResponseType::is_implicit) { ResponseMode::Fragment } else { ResponseMode::Query };
+    // Invalid modes are ignored; tokens never travel in a query string.
+    let response_mode = match raw.one("response_mode").ok().flatten() {
+        Some("query") if !response_type.is_some_and(ResponseType::is_implicit) => ResponseMode::Query,
+        Some("fragment") => ResponseMode::Fragment,
+        Some("form_post") => ResponseMode::FormPost,
+        _ => default_mode,
+    };
+    let state = raw.one("state").ok().flatten().map(str::to_string);
+    let fail = |code: ErrorCode, d: String| Rejection::Redirect {
+        redirect_uri: redirect_uri.to_string(),
+        mode: response_mode,
+        state: state.clone(),
+        error: OAuthError::new(code, d),
+    };
+    let invalid = |d: String| fail(ErrorCode::InvalidRequest, d);
+
+    // Every parameter may appear once.
+    let mut seen: Vec<&str> = Vec::new();
+    for (k, _) in raw.0 {
+        if seen.contains(&k.as_str()) {
+            return Err(invalid(format!("the parameter {k} is repeated")));
+        }
+        seen.push(k);
+    }
+    if raw.text("state").is_err() {
+        return Err(invalid("the parameter state is too long".into()));
+    }
+    if raw.text("request").map_err(invalid)?.is_some() {
+        return Err(fail(ErrorCode::RequestNotSupported, "request objects are not supported".into()));
+    }
+    if raw.text("request_uri").map_err(invalid)?.is_some() {
+        return Err(fail(ErrorCode::RequestUriNotSupported, "request_uri is not supported".into()));
+    }
+    let rt_raw = raw
+        .text("response_type")
+        .map_err(invalid)?
+        .ok_or_else(|| invalid("the request has no response_type".into()))?;
+    let response_type = response_type.ok_or_else(|| {
+        fail(ErrorCode::UnsupportedResponseType, format!("the response type '{rt_raw}' is not supported"))
+    })?;
+    let allowed = match response_type {
+        ResponseType::Code => OidcResponseType::Code,
+        ResponseType::IdToken => OidcResponseType::IdToken,
+        ResponseType::IdTokenToken => OidcResponseType::IdTokenToken,
+    };
+    if !client.config.response_types.contains(&allowed) {
+        return Err(fail(
+            ErrorCode::UnauthorizedClient,
+            format!("the application may not use the response type '{rt_raw}'"),
+        ));
+    }
+    let scopes = Scopes::parse(raw.text("scope").map_err(invalid)?.unwrap_or(""))
+        .ok_or_else(|| fail(ErrorCode::InvalidScope, "the scope is malformed".into()))?;
+    if !scopes.has("openid") {
+        return Err(fail(ErrorCode::InvalidScope, "the scope must contain openid".into()));
+    }
+    let nonce = raw.text("nonce").map_err(invalid)?.map(str::to_string);
+    if response_type.is_implicit() && nonce.is_none() {
+        return Err(invalid("a nonce is required for the implicit flow".into()));
+    }
+    let code_challenge = raw.text("code_challenge").map_err(invalid)?;
+    let method = raw.text("code_challenge_method").map_err(invalid)?;
+    match (code_challenge, method) {
+        (Some(ch), Some("S256")) if valid_challenge(ch) => {}
+        (Some(_), Some("S256")) => return Err(invalid("the code_challenge is malformed".into())),
+        (Some(_), None) => return Err(invalid("code_challenge_method must be S256".into())),
+        (_, Some(m)) if m != "S256" => {
+            return Err(invalid(format!("the code_challenge_method '{m}' is not supported; use S256")));
+        }
+        (None, Some(_)) => {
+            return Err(invalid("code_challenge_method without code_challenge".into()));
+        }
+        (None, None) if client.auth_method == OidcAuthMethod::None && response_type == ResponseType::Code => {
+            return Err(invalid("public clients must use PKCE (code_challenge with S256)".into()));
+        }
+        _ => {}
+    }
+    let mut prompt = Vec::new();
+    for p in raw.text("prompt").map_err(invalid)?.unwrap_or("").split(' ').filter(|p| !p.is_empty()) {
+        let v = match p {
+            "none" => Prompt::None,
+            "login" => Prompt::Login,
+            "select_account" => Prompt::SelectAccount,
+            "create" => Prompt::Create,
+            "consent" => Prompt::Consent,
+            other => {
+                return Err(invalid(format!("the prompt value '{other}' is not supported")));
+            }
+        };
+        if !prompt.contains(&v) {
+            prompt.push(v);
+        }
+    }
+    if prompt.contains(&Prompt::None) && prompt.len() > 1 {
+        return Err(invalid("prompt=none cannot be combined with other values".into()));
+    }
+    let max_age = match raw.text("max_age").map_err(invalid)? {
+        Some(v) => Some(
+            v.parse::<i64>()
+                .ok()
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| invalid("max_age must be a non-negative integer".into()))?,
+        ),
+        None => None,
+    };
+    let hint_sub = match raw.text("id_token_hint").map_err(invalid)? {
+        Some(hint) => {
+            let claims: HintClaims = tokens
+                .verify(hint)
+                .ok_or_else(|| invalid("the id_token_hint is not a valid ID token of this issuer".into()))?;
+            let aud_ok = match &claims.aud {
+                serde_json::Value::String(a) => a == client_id,
+                serde_json::Value::Array(a) => a.iter().any(|x| x.as_str() == Some(client_id)),
+                _ => false,
+            };
+            if !aud_ok {
+                return Err(invalid("the id_token_hint was issued to another client".into()));
+            }
+            Some(claims.sub)
+        }
+        None => None,
+    };
+    let login_hint = raw
+        .text("login_hint")
+        .map_err(invalid)?
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty() && s.len() <= 200);
+    let ui_locales = raw
+        .text("ui_locales")
+        .map_err(invalid)?
+        .unwrap_or("")
+        .split(' ')
+        .filter(|s| !s.is_empty())
+        .take(10)
+        .map(str::to_string)
+        .collect();
+    Ok((
+        AuthParams {
+            client_id: client_id.to_string(),
+            redirect_uri: redirect_uri.to_string(),
+            response_type,
+            response_mode,
+            scopes: scopes.known().0,
+            state,
+            nonce,
+            code_challenge: code_challenge.map(str::to_string),
+            prompt,
+            max_age,
+            hint_sub,
+            login_hint,
+            ui_locales,
+        },
+        client,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn response_types() {
+        assert_eq!(parse_response_type("code"), Some(ResponseType::Code));
+        assert_eq!(parse_response_type("token id_token"), Some(ResponseType::IdTokenToken));
+        assert_eq!(parse_response_type("id_token"), Some(ResponseType::IdToken));
+        assert_eq!(parse_response_type("token"), None);
+        assert_eq!(parse_response_type("code id_token"), None);
+        assert!(valid_challenge(&"a".repeat(43)));
+        assert!(!valid_challenge("short"));
+        assert!(!valid_challenge(&format!("{}=", "a".repeat(43))));
+    }
+}

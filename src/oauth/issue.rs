@@ -1,0 +1,193 @@
+//! Building the tokens of every grant: access tokens (JWT per RFC 9068, or opaque and sealed)
+//! and ID tokens, with the claims SPEC.md 2.5 assigns to each.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::error::OAuthError;
+use super::scope::Scopes;
+use super::tokens::half_hash;
+use crate::app::AppState;
+use crate::domain::settings::OidcSettings;
+use crate::oidc::claims::{self, Subject};
+use crate::store::{Conn, setting};
+
+/// The claims of an access token; the same for JWT and opaque tokens.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AccessClaims {
+    pub iss: String,
+    pub sub: String,
+    pub aud: Vec<String>,
+    pub exp: i64,
+    pub iat: i64,
+    pub nbf: i64,
+    pub jti: String,
+    pub client_id: String,
+    pub scope: String,
+    /// The browser session the token came from (ended sessions end their tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sid: Option<String>,
+    /// The grant (code and refresh chain) the token belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_time: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amr: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act: Option<Value>,
+    /// Role and organization claims (JWT access tokens only).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// What a token is issued for.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    pub client_id: String,
+    /// The client's project (its id joins the audience).
+    pub project_id: String,
+    pub subject: Subject,
+    pub scopes: Scopes,
+    pub audience: Vec<String>,
+    pub auth_time: Option<i64>,
+    pub amr: Vec<String>,
+    pub session_id: Option<String>,
+    pub grant_id: Option<String>,
+    pub nonce: Option<String>,
+    pub act: Option<Value>,
+}
+
+/// Per-client choices that shape the tokens.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shape {
+    pub jwt_access_token: bool,
+    pub id_token_userinfo_assertion: bool,
+    pub access_token_role_assertion: bool,
+    pub id_token_role_assertion: bool,
+    /// The project asserts its roles always.
+    pub project_role_assertion: bool,
+}
+
+/// The audience: the client, its project, and the projects named by audience scopes.
+pub fn audience(client_id: &str, project_id: &str, scopes: &Scopes) -> Vec<String> {
+    let mut aud = vec![client_id.to_string()];
+    for p in std::iter::once(project_id.to_string()).chain(scopes.audience_projects()) {
+        if !p.is_empty() && !aud.contains(&p) {
+            aud.push(p);
+        }
+    }
+    aud
+}
+
+pub async fn lifetimes(c: &mut Conn) -> Result<OidcSettings, OAuthError> {
+    Ok(setting::load::<OidcSettings>(c, setting::INSTANCE).await?.value)
+}
+
+/// Issues an access token; returns it with its claims.
+pub async fn access_token(
+    state: &AppState,
+    c: &mut Conn,
+    g: &Grant,
+    shape: Shape,
+    lifetime: i64,
+) -> Result<(String, AccessClaims), OAuthError> {
+    let now = state.clock.now();
+    let mut extra = Map::new();
+    if shape.jwt_access_token {
+        if let Some(roles) = claims::role_claim(
+            c,
+            &g.subject.user.user_id,
+            &g.project_id,
+            &g.scopes,
+            shape.access_token_role_assertion || shape.project_role_assertion,
+        )
+        .await?
+        {
+            extra.insert(super::scope::CLAIM_PROJECT_ROLES.to_string(), roles);
+        }
+        claims::org_claims(&g.subject, &g.scopes, &mut extra);
+    }
+    let c = AccessClaims {
+        iss: state.settings.issuer.clone(),
+        sub: g.subject.user.user_id.clone(),
+        aud: g.audience.clone(),
+        exp: now + lifetime,
+        iat: now,
+        nbf: now,
+        jti: crate::id::new_id(),
+        client_id: g.client_id.clone(),
+        scope: g.scopes.join(),
+        sid: g.session_id.clone(),
+        gid: g.grant_id.clone(),
+        auth_time: g.auth_time,
+        amr: (!g.amr.is_empty()).then(|| g.amr.clone()),
+        act: g.act.clone(),
+        extra,
+    };
+    let token = if shape.jwt_access_token {
+        state.tokens.sign_async(Some("at+jwt"), c.clone()).await.map_err(OAuthError::server_error)?
+    } else {
+        state.tokens.seal(&c).map_err(OAuthError::server_error)?
+    };
+    Ok((token, c))
+}
+
+/// Issues an ID token. Profile, e-mail and phone claims go in only when no access token comes
+/// along or the client asks for them (`idTokenUserinfoAssertion`), as SPEC.md 2.5 says.
+pub async fn id_token(
+    state: &AppState,
+    c: &mut Conn,
+    g: &Grant,
+    shape: Shape,
+    lifetime: i64,
+    access_token: Option<&str>,
+    code: Option<&str>,
+) -> Result<String, OAuthError> {
+    let now = state.clock.now();
+    let mut m = Map::new();
+    m.insert("iss".into(), state.settings.issuer.clone().into());
+    m.insert("sub".into(), g.subject.user.user_id.clone().into());
+    m.insert("aud".into(), Value::from(g.audience.clone()));
+    m.insert("exp".into(), (now + lifetime).into());
+    m.insert("iat".into(), now.into());
+    if let Some(t) = g.auth_time {
+        m.insert("auth_time".into(), t.into());
+    }
+    if let Some(n) = &g.nonce {
+        m.insert("nonce".into(), n.clone().into());
+    }
+    if !g.amr.is_empty() {
+        m.insert("amr".into(), Value::from(g.amr.clone()));
+    }
+    m.insert("azp".into(), g.client_id.clone().into());
+    m.insert("client_id".into(), g.client_id.clone().into());
+    if let Some(at) = access_token {
+        m.insert("at_hash".into(), half_hash(at).into());
+    }
+    if let Some(code) = code {
+        m.insert("c_hash".into(), half_hash(code).into());
+    }
+    if let Some(sid) = &g.session_id {
+        m.insert("sid".into(), sid.clone().into());
+    }
+    if access_token.is_none() || shape.id_token_userinfo_assertion {
+        claims::profile_claims(&g.subject, &g.scopes, "preferred_username", &mut m);
+    }
+    claims::org_claims(&g.subject, &g.scopes, &mut m);
+    if let Some(roles) = claims::role_claim(
+        c,
+        &g.subject.user.user_id,
+        &g.project_id,
+        &g.scopes,
+        shape.id_token_role_assertion || shape.project_role_assertion,
+    )
+    .await?
+    {
+        m.insert(super::scope::CLAIM_PROJECT_ROLES.to_string(), roles);
+    }
+    if let Some(act) = &g.act {
+        m.insert("act".into(), act.clone());
+    }
+    state.tokens.sign_async(None, Value::Object(m)).await.map_err(OAuthError::server_error)
+}

@@ -1,0 +1,78 @@
+//! `POST /oauth/v2/revoke` (RFC 7009). Revoking an access token revokes only it; revoking a
+//! refresh token revokes its whole rotation chain and the access tokens issued from it. A
+//! client may revoke only its own tokens; unknown or already revoked tokens get HTTP 200.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::access;
+use super::client_auth::{self, Method};
+use super::error::{ErrorCode, OAuthError, OAuthResult, no_store};
+use super::form::Form;
+use super::token::revoke_grant;
+use crate::app::AppState;
+use crate::crypto::secret;
+use crate::paths;
+use crate::store::{refresh, revocation};
+
+const ALL: [Method; 4] = [Method::Basic, Method::Post, Method::None, Method::PrivateKeyJwt];
+
+pub async fn handler(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    match revoke(&state, &headers, &body).await {
+        Ok(()) => {
+            let mut r = StatusCode::OK.into_response();
+            no_store(&mut r);
+            r
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn revoke(state: &AppState, headers: &HeaderMap, body: &[u8]) -> OAuthResult<()> {
+    let form = Form::parse(headers, body)?;
+    let presented = client_auth::presented(headers, &form)?
+        .ok_or_else(|| OAuthError::invalid_client("client authentication is required"))?;
+    let token = form.require("token")?;
+    let hint = form.get("token_type_hint")?;
+    if let Some(h) = hint
+        && h != "access_token"
+        && h != "refresh_token"
+    {
+        return Err(OAuthError::new(
+            ErrorCode::UnsupportedTokenType,
+            format!("the token type '{h}' cannot be revoked here"),
+        ));
+    }
+    let now = state.clock.now();
+    let mut c = state.db.conn().await?;
+    let issuer = &state.settings.issuer;
+    let endpoint = format!("{issuer}{}", paths::REVOKE);
+    let caller = client_auth::any_app(&mut c, &presented, &ALL, &[issuer, &endpoint], now).await?;
+    let not_yours = || OAuthError::new(ErrorCode::UnauthorizedClient, "the token was issued to another client");
+    // The hint decides the order of the search, not its outcome.
+    let refresh_first = hint != Some("access_token");
+    for attempt in 0..2 {
+        if (attempt == 0) == refresh_first {
+            if let Some(row) = refresh::get(&mut c, &secret::digest(token)).await? {
+                if row.client_id != caller.client_id {
+                    return Err(not_yours());
+                }
+                if row.revoked_at.is_none() {
+                    revoke_grant(state, &mut c, &row.grant_id).await?;
+                }
+                return Ok(());
+            }
+        } else if let Some(claims) = access::decode(state, token) {
+            if claims.client_id != caller.client_id {
+                return Err(not_yours());
+            }
+            if claims.exp > now {
+                revocation::revoke(&mut c, &revocation::token_key(&claims.jti), now, claims.exp).await?;
+            }
+            return Ok(());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,72 @@
+//! The client_credentials grant for machine users: the client id is the machine user's name,
+//! the secret the one `PUT /management/v1/users/{id}/secret` made. Only an access token comes
+//! back; its type follows the machine user's `accessTokenType`.
+
+use axum::http::HeaderMap;
+
+use super::TokenResponse;
+use crate::app::AppState;
+use crate::crypto::secret;
+use crate::domain::enums::{AccessTokenType, UserState};
+use crate::oauth::authorize::subject;
+use crate::oauth::client_auth::{self, Method};
+use crate::oauth::error::{OAuthError, OAuthResult};
+use crate::oauth::form::Form;
+use crate::oauth::issue::{self, Grant, Shape};
+use crate::oauth::scope::Scopes;
+use crate::store::{app, user};
+
+pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthResult<TokenResponse> {
+    let p = client_auth::presented(headers, form)?
+        .ok_or_else(|| OAuthError::invalid_client("client authentication is required"))?;
+    if !matches!(p.method, Method::Basic | Method::Post) {
+        return Err(p.fail("client_credentials accepts client_secret_basic and client_secret_post only"));
+    }
+    let scopes = Scopes::parse(form.get("scope")?.unwrap_or(""))
+        .ok_or_else(|| OAuthError::invalid_scope("the scope is malformed"))?;
+    let mut c = state.db.conn().await?;
+    let Some(u) = user::get_by_username(&mut c, &p.client_id).await?.filter(|u| u.machine().is_some()) else {
+        if app::get_by_client_id(&mut c, &p.client_id).await?.is_some() {
+            return Err(OAuthError::unauthorized_client("the client_credentials grant is for machine users"));
+        }
+        // Spend the time of a comparison so unknown names answer like wrong secrets.
+        let _ = secret::matches(&[0u8; 32], "");
+        return Err(p.fail("client authentication failed"));
+    };
+    let m = u.machine().cloned().unwrap_or_default();
+    let ok = match (&m.secret_digest, p.secret()) {
+        (Some(d), Some(s)) => secret::matches(d, s),
+        _ => false,
+    };
+    if !ok || u.state != UserState::Active {
+        return Err(p.fail("client authentication failed"));
+    }
+    let username = u.username.clone();
+    let subject = subject(&mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
+    let scopes = scopes.known();
+    let g = Grant {
+        audience: issue::audience(&username, "", &scopes),
+        client_id: username,
+        project_id: String::new(),
+        subject,
+        scopes: scopes.clone(),
+        auth_time: None,
+        amr: Vec::new(),
+        session_id: None,
+        grant_id: None,
+        nonce: None,
+        act: None,
+    };
+    let shape = Shape { jwt_access_token: m.access_token_type == AccessTokenType::Jwt, ..Shape::default() };
+    let life = issue::lifetimes(&mut c).await?;
+    let (access_token, _) = issue::access_token(state, &mut c, &g, shape, life.access_token_lifetime).await?;
+    Ok(TokenResponse {
+        access_token,
+        token_type: "Bearer",
+        expires_in: life.access_token_lifetime,
+        scope: scopes.join(),
+        id_token: None,
+        refresh_token: None,
+        issued_token_type: None,
+    })
+}

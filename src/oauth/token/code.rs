@@ -1,0 +1,103 @@
+//! The authorization_code grant (RFC 6749 4.1.3, RFC 7636): single-use codes bound to the
+//! client, the redirect URI and the PKCE challenge; a second use revokes what the first issued.
+
+use axum::http::HeaderMap;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+
+use super::{RefreshPlan, TokenResponse, assertion_audiences, issue_tokens, revoke_grant};
+use crate::app::AppState;
+use crate::crypto::secret;
+use crate::domain::enums::{OidcGrantType, UserState};
+use crate::oauth::authorize::{CodeData, shape, subject};
+use crate::oauth::client_auth::{self, Method};
+use crate::oauth::error::{OAuthError, OAuthResult};
+use crate::oauth::form::Form;
+use crate::oauth::issue::{self, Grant};
+use crate::oauth::scope::Scopes;
+use crate::store::code::{self, Redeemed};
+use crate::store::{from_json, user};
+
+const ALL: [Method; 4] = [Method::Basic, Method::Post, Method::None, Method::PrivateKeyJwt];
+
+fn valid_verifier(v: &str) -> bool {
+    (43..=128).contains(&v.len())
+        && v.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+}
+
+pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthResult<TokenResponse> {
+    let now = state.clock.now();
+    let presented = client_auth::presented(headers, form)?
+        .ok_or_else(|| OAuthError::invalid_client("client authentication is required"))?;
+    let code_value = form.require("code")?;
+    let redirect_uri = form.require("redirect_uri")?;
+    let verifier = form.get("code_verifier")?;
+    let mut c = state.db.conn().await?;
+    let auds = assertion_audiences(state);
+    let client = client_auth::oidc_client(&mut c, &presented, &ALL, &[&auds[0], &auds[1]], now).await?;
+    if !client.config.grant_types.contains(&OidcGrantType::AuthorizationCode) {
+        return Err(OAuthError::unauthorized_client("the client may not use the authorization_code grant"));
+    }
+    let (grant_id, data, expires_at) =
+        match code::redeem(&mut c, &secret::digest(code_value), &client.app.client_id, now).await? {
+            Redeemed::Fresh { grant_id, data, expires_at } => (grant_id, data, expires_at),
+            Redeemed::Reused { grant_id } => {
+                revoke_grant(state, &mut c, &grant_id).await?;
+                return Err(OAuthError::invalid_grant(
+                    "the code was used before; the tokens issued for it are revoked",
+                ));
+            }
+            Redeemed::OtherClient => return Err(OAuthError::invalid_grant("the code was issued to another client")),
+            Redeemed::Unknown => return Err(OAuthError::invalid_grant("the code is invalid")),
+        };
+    if expires_at <= now {
+        return Err(OAuthError::invalid_grant("the code has expired"));
+    }
+    let data: CodeData = from_json("auth_code.data", &data)?;
+    if data.redirect_uri != redirect_uri {
+        return Err(OAuthError::invalid_grant("redirect_uri differs from the authorization request's"));
+    }
+    match (&data.code_challenge, verifier) {
+        (Some(challenge), Some(v)) => {
+            if !valid_verifier(v) {
+                return Err(OAuthError::invalid_grant("the code_verifier is malformed"));
+            }
+            let computed = URL_SAFE_NO_PAD.encode(Sha256::digest(v.as_bytes()));
+            if aws_lc_rs::constant_time::verify_slices_are_equal(computed.as_bytes(), challenge.as_bytes()).is_err() {
+                return Err(OAuthError::invalid_grant("the code_verifier does not match the code_challenge"));
+            }
+        }
+        (Some(_), None) => return Err(OAuthError::invalid_grant("the code_verifier is missing")),
+        // RFC 9700 2.1.1: a verifier without a challenge is a downgrade attempt.
+        (None, Some(_)) => return Err(OAuthError::invalid_grant("a code_verifier was sent but no code_challenge was")),
+        (None, None) => {}
+    }
+    let u = user::get(&mut c, &data.user_id).await?.filter(|u| u.state == UserState::Active);
+    let u = u.ok_or_else(|| OAuthError::invalid_grant("the user is not active"))?;
+    let subject = subject(&mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
+    let mut scopes = Scopes(data.scopes.clone());
+    let may_refresh = client.config.grant_types.contains(&OidcGrantType::RefreshToken);
+    if !may_refresh {
+        scopes = scopes.without("offline_access");
+    }
+    let g = Grant {
+        client_id: client.app.client_id.clone(),
+        project_id: client.project.project_id.clone(),
+        audience: issue::audience(&client.app.client_id, &client.project.project_id, &scopes),
+        subject,
+        scopes: scopes.clone(),
+        auth_time: Some(data.auth_time),
+        amr: data.amr.clone(),
+        session_id: Some(data.session_id.clone()),
+        grant_id: Some(grant_id.clone()),
+        nonce: data.nonce.clone(),
+        act: None,
+    };
+    let refresh = (may_refresh && scopes.has("offline_access")).then(|| RefreshPlan {
+        grant_id: grant_id.clone(),
+        original_scopes: scopes.0.clone(),
+        expires_at: None,
+    });
+    issue_tokens(state, &mut c, &g, shape(&client), refresh).await
+}

@@ -1,0 +1,287 @@
+//! The token-exchange grant (RFC 8693), off until the instance feature `oidcTokenExchange` is
+//! on and allowed only for applications with the token-exchange grant type. A subject token
+//! (access token, ID token, a JWT signed by the client, or a user id) becomes an access token
+//! (opaque or JWT) or an ID token, for a subset of the subject's and actor's audiences. A
+//! different actor impersonates the subject: that needs the security policy's
+//! `enableImpersonation` and an impersonator role, and the result names the actor in `act`.
+
+use axum::http::HeaderMap;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{RefreshPlan, TokenResponse, assertion_audiences, issue_tokens};
+use crate::app::AppState;
+use crate::domain::enums::{OidcGrantType, UserState};
+use crate::domain::roles::{IAM_IMPERSONATOR, ORG_IMPERSONATOR};
+use crate::domain::settings::{Features, SecurityPolicy};
+use crate::oauth::access;
+use crate::oauth::assertion;
+use crate::oauth::authorize::{shape, subject};
+use crate::oauth::client_auth::{self, Method};
+use crate::oauth::error::{ErrorCode, OAuthError, OAuthResult};
+use crate::oauth::form::Form;
+use crate::oauth::issue::{self, Grant};
+use crate::oauth::scope::Scopes;
+use crate::store::user::User;
+use crate::store::{Conn, key, member, setting, user};
+
+pub const ACCESS_TOKEN: &str = "urn:ietf:params:oauth:token-type:access_token";
+pub const REFRESH_TOKEN: &str = "urn:ietf:params:oauth:token-type:refresh_token";
+pub const ID_TOKEN: &str = "urn:ietf:params:oauth:token-type:id_token";
+pub const JWT: &str = "urn:ietf:params:oauth:token-type:jwt";
+pub const USER_ID: &str = "urn:service:params:oauth:token-type:user_id";
+
+const METHODS: [Method; 4] = [Method::Basic, Method::Post, Method::None, Method::PrivateKeyJwt];
+
+/// A party of the exchange: its user, audience, scopes, and the `act` it already carries.
+struct Party {
+    user: User,
+    audience: Vec<String>,
+    scopes: Scopes,
+    act: Option<Value>,
+    auth_time: Option<i64>,
+    amr: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct IdClaims {
+    sub: String,
+    exp: i64,
+    #[serde(default)]
+    aud: Value,
+    #[serde(default)]
+    act: Option<Value>,
+    #[serde(default)]
+    auth_time: Option<i64>,
+    #[serde(default)]
+    amr: Vec<String>,
+}
+
+fn audience_of(v: &Value) -> Vec<String> {
+    match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(a) => a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+async fn active_user(c: &mut Conn, id: &str) -> OAuthResult<User> {
+    user::get(c, id)
+        .await?
+        .filter(|u| u.state == UserState::Active)
+        .ok_or_else(|| OAuthError::invalid_grant("the token's user is not active"))
+}
+
+/// Reads an access token or an ID token (the types both subject and actor may use).
+async fn token_party(state: &AppState, c: &mut Conn, token: &str, kind: &str, role: &str) -> OAuthResult<Party> {
+    match kind {
+        ACCESS_TOKEN => {
+            let a = access::resolve(state, c, token)
+                .await?
+                .ok_or_else(|| OAuthError::invalid_grant(format!("the {role} token is not active")))?;
+            Ok(Party {
+                audience: a.claims.aud.clone(),
+                scopes: Scopes::parse(&a.claims.scope).unwrap_or_default(),
+                act: a.claims.act.clone(),
+                auth_time: a.claims.auth_time,
+                amr: a.claims.amr.clone().unwrap_or_default(),
+                user: a.user,
+            })
+        }
+        ID_TOKEN => {
+            let claims: IdClaims = state
+                .tokens
+                .verify(token)
+                .ok_or_else(|| OAuthError::invalid_grant(format!("the {role} token is not an ID token of latch")))?;
+            if claims.exp <= state.clock.now() {
+                return Err(OAuthError::invalid_grant(format!("the {role} token has expired")));
+            }
+            let user = active_user(c, &claims.sub).await?;
+            Ok(Party {
+                user,
+                audience: audience_of(&claims.aud),
+                scopes: Scopes::default(),
+                act: claims.act,
+                auth_time: claims.auth_time,
+                amr: claims.amr,
+            })
+        }
+        REFRESH_TOKEN => Err(OAuthError::invalid_request(format!("a refresh token cannot be the {role} token"))),
+        other => Err(OAuthError::invalid_request(format!("the {role}_token_type '{other}' is not supported here"))),
+    }
+}
+
+/// Whether `actor` may impersonate users of `org_id`.
+async fn may_impersonate(c: &mut Conn, actor: &User, org_id: &str) -> OAuthResult<bool> {
+    let (iam, org) = member::roles_of(c, &actor.user_id, org_id).await?;
+    Ok(iam.iter().any(|r| r == IAM_IMPERSONATOR || r == "IAM_OWNER")
+        || org.iter().any(|r| r == ORG_IMPERSONATOR || r == "ORG_OWNER"))
+}
+
+pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthResult<TokenResponse> {
+    let now = state.clock.now();
+    let mut c = state.db.conn().await?;
+    let features = setting::load::<Features>(&mut c, setting::INSTANCE).await?.value;
+    if features.oidc_token_exchange != Some(true) {
+        return Err(OAuthError::new(ErrorCode::UnsupportedGrantType, "token exchange is not enabled on this instance"));
+    }
+    let presented = client_auth::presented(headers, form)?
+        .ok_or_else(|| OAuthError::invalid_client("client authentication is required"))?;
+    let auds = assertion_audiences(state);
+    let client = client_auth::oidc_client(&mut c, &presented, &METHODS, &[&auds[0], &auds[1]], now).await?;
+    if !client.config.grant_types.contains(&OidcGrantType::TokenExchange) {
+        return Err(OAuthError::unauthorized_client("the client may not use token exchange"));
+    }
+    if form.get("resource")?.is_some() {
+        return Err(OAuthError::new(ErrorCode::InvalidTarget, "the resource parameter is not supported; use audience"));
+    }
+    let subject_token = form.require("subject_token")?;
+    let subject_type = form.require("subject_token_type")?;
+    let actor_token = form.get("actor_token")?;
+    let actor_type = form.get("actor_token_type")?;
+    if actor_token.is_some() != actor_type.is_some() {
+        return Err(OAuthError::invalid_request("actor_token and actor_token_type go together"));
+    }
+    let requested_type = form.get("requested_token_type")?.unwrap_or(ACCESS_TOKEN);
+    if !matches!(requested_type, ACCESS_TOKEN | JWT | ID_TOKEN) {
+        return Err(OAuthError::invalid_request(format!(
+            "the requested_token_type '{requested_type}' is not supported"
+        )));
+    }
+    let actor = match (actor_token, actor_type) {
+        (Some(t), Some(kind)) if kind == ACCESS_TOKEN || kind == ID_TOKEN => {
+            Some(token_party(state, &mut c, t, kind, "actor").await?)
+        }
+        (Some(_), Some(kind)) => {
+            return Err(OAuthError::invalid_request(format!("the actor_token_type '{kind}' is not supported")));
+        }
+        _ => None,
+    };
+    let subject = match subject_type {
+        USER_ID | JWT => {
+            let Some(actor) = &actor else {
+                return Err(OAuthError::invalid_request("this subject_token_type needs an actor_token"));
+            };
+            let user_id = if subject_type == USER_ID {
+                subject_token.to_string()
+            } else {
+                let keys = key::keys_of_client(&mut c, &client.app.client_id).await?;
+                assertion::verify(subject_token, &keys, &[&auds[0], &auds[1]], now)
+                    .map_err(OAuthError::invalid_grant)?
+                    .sub
+            };
+            let user = active_user(&mut c, &user_id).await?;
+            Party {
+                user,
+                audience: actor.audience.clone(),
+                scopes: actor.scopes.clone(),
+                act: None,
+                auth_time: actor.auth_time,
+                amr: actor.amr.clone(),
+            }
+        }
+        kind => token_party(state, &mut c, subject_token, kind, "subject").await?,
+    };
+    // Impersonation: an actor acting as someone else.
+    let act = match &actor {
+        Some(a) if a.user.user_id != subject.user.user_id => {
+            let policy = setting::load::<SecurityPolicy>(&mut c, setting::INSTANCE).await?.value;
+            if !policy.enable_impersonation {
+                return Err(OAuthError::new(
+                    ErrorCode::AccessDenied,
+                    "impersonation is disabled by the security policy",
+                ));
+            }
+            if !may_impersonate(&mut c, &a.user, &subject.user.org_id).await? {
+                return Err(OAuthError::new(ErrorCode::AccessDenied, "the actor may not impersonate this user"));
+            }
+            let mut act = json!({"iss": state.settings.issuer, "sub": a.user.user_id});
+            if let Some(prev) = &a.act {
+                act["act"] = prev.clone();
+            }
+            Some(act)
+        }
+        _ => subject.act.clone(),
+    };
+    // Audience: a subset of the subject's and actor's; by default the subject's.
+    let mut allowed_aud = subject.audience.clone();
+    if let Some(a) = &actor {
+        allowed_aud.extend(a.audience.iter().cloned());
+    }
+    let requested_aud = form.all("audience");
+    let audience: Vec<String> = if requested_aud.is_empty() {
+        if subject.audience.is_empty() { allowed_aud.clone() } else { subject.audience.clone() }
+    } else {
+        if let Some(bad) = requested_aud.iter().find(|a| !allowed_aud.iter().any(|x| x == **a)) {
+            return Err(OAuthError::new(
+                ErrorCode::InvalidTarget,
+                format!("the audience '{bad}' is not one of the tokens' audiences"),
+            ));
+        }
+        requested_aud.iter().map(|s| s.to_string()).collect()
+    };
+    // Scope: a subset of what the subject (and actor) hold.
+    let mut allowed_scopes = subject.scopes.clone();
+    if let Some(a) = &actor {
+        for s in &a.scopes.0 {
+            if !allowed_scopes.has(s) {
+                allowed_scopes.0.push(s.clone());
+            }
+        }
+    }
+    let scopes = match form.get("scope")? {
+        Some(raw) => {
+            let s = Scopes::parse(raw).ok_or_else(|| OAuthError::invalid_scope("the scope is malformed"))?.known();
+            if !s.subset_of(&allowed_scopes) {
+                return Err(OAuthError::invalid_scope("the scope exceeds the tokens' scopes"));
+            }
+            s
+        }
+        None => allowed_scopes,
+    };
+    let subj = subject_of(&mut c, subject.user).await?;
+    let g = Grant {
+        client_id: client.app.client_id.clone(),
+        project_id: client.project.project_id.clone(),
+        audience: if audience.is_empty() {
+            issue::audience(&client.app.client_id, &client.project.project_id, &scopes)
+        } else {
+            audience
+        },
+        subject: subj,
+        scopes: scopes.clone(),
+        auth_time: subject.auth_time,
+        amr: subject.amr.clone(),
+        session_id: None,
+        grant_id: Some(crate::id::new_id()),
+        nonce: None,
+        act,
+    };
+    let mut sh = shape(&client);
+    sh.jwt_access_token = requested_type == JWT;
+    if requested_type == ID_TOKEN {
+        let life = issue::lifetimes(&mut c).await?;
+        let id = issue::id_token(state, &mut c, &g, sh, life.id_token_lifetime, None, None).await?;
+        return Ok(TokenResponse {
+            access_token: id,
+            token_type: "N_A",
+            expires_in: life.id_token_lifetime,
+            scope: scopes.join(),
+            id_token: None,
+            refresh_token: None,
+            issued_token_type: Some(ID_TOKEN),
+        });
+    }
+    let refresh = scopes.has("offline_access").then(|| RefreshPlan {
+        grant_id: g.grant_id.clone().unwrap_or_default(),
+        original_scopes: scopes.0.clone(),
+        expires_at: None,
+    });
+    let mut r = issue_tokens(state, &mut c, &g, sh, refresh).await?;
+    r.issued_token_type = Some(if requested_type == JWT { JWT } else { ACCESS_TOKEN });
+    Ok(r)
+}
+
+async fn subject_of(c: &mut Conn, u: User) -> OAuthResult<crate::oidc::claims::Subject> {
+    subject(c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))
+}

@@ -1,0 +1,57 @@
+//! The jwt-bearer grant (RFC 7523 2.1): a machine user signs an assertion with the key from its
+//! key file (`kid` = key id, `iss` = `sub` = user id, `aud` naming latch). No client
+//! authentication: the assertion is the credential. An ID token with `openid`, no refresh token.
+
+use super::{TokenResponse, assertion_audiences};
+use crate::app::AppState;
+use crate::domain::enums::{AccessTokenType, UserState};
+use crate::oauth::assertion;
+use crate::oauth::authorize::subject;
+use crate::oauth::error::{OAuthError, OAuthResult};
+use crate::oauth::form::Form;
+use crate::oauth::issue::{self, Grant, Shape};
+use crate::oauth::scope::Scopes;
+use crate::store::key::{self, Owner};
+use crate::store::user;
+
+pub async fn grant(state: &AppState, form: &Form) -> OAuthResult<TokenResponse> {
+    let now = state.clock.now();
+    let token = form.require("assertion")?;
+    let scopes = Scopes::parse(form.get("scope")?.unwrap_or(""))
+        .ok_or_else(|| OAuthError::invalid_scope("the scope is malformed"))?;
+    let user_id =
+        assertion::peek_issuer(token).ok_or_else(|| OAuthError::invalid_grant("the assertion is malformed"))?;
+    let mut c = state.db.conn().await?;
+    let u = user::get(&mut c, &user_id).await?.filter(|u| u.state == UserState::Active && u.machine().is_some());
+    let u = u.ok_or_else(|| OAuthError::invalid_grant("the assertion's issuer is not an active machine user"))?;
+    let keys = key::list_keys(&mut c, Owner::User, &u.user_id).await?;
+    let auds = assertion_audiences(state);
+    let claims = assertion::verify(token, &keys, &[&auds[0], &auds[1]], now).map_err(OAuthError::invalid_grant)?;
+    if claims.sub != u.user_id {
+        return Err(OAuthError::invalid_grant("the assertion's subject is not its issuer"));
+    }
+    if let Some(jti) = &claims.jti
+        && !key::remember_jti(&mut c, &format!("user:{}:{jti}", u.user_id), claims.exp + assertion::SKEW).await?
+    {
+        return Err(OAuthError::invalid_grant("the assertion was used before"));
+    }
+    let jwt = u.machine().is_some_and(|m| m.access_token_type == AccessTokenType::Jwt);
+    let client_id = u.user_id.clone();
+    let subject = subject(&mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
+    let scopes = scopes.known().without("offline_access");
+    let g = Grant {
+        audience: issue::audience(&client_id, "", &scopes),
+        client_id,
+        project_id: String::new(),
+        subject,
+        scopes: scopes.clone(),
+        auth_time: Some(now),
+        amr: vec!["private_key".into()],
+        session_id: None,
+        grant_id: None,
+        nonce: None,
+        act: None,
+    };
+    let shape = Shape { jwt_access_token: jwt, ..Shape::default() };
+    super::issue_tokens(state, &mut c, &g, shape, None).await
+}

@@ -1,0 +1,153 @@
+//! `POST /oauth/v2/token`: the grant type selects the behaviour (SPEC.md 4.3).
+
+mod client_credentials;
+mod code;
+mod exchange;
+mod jwt_bearer;
+mod refresh;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+
+use super::error::{ErrorCode, OAuthError, OAuthResult, no_store};
+use super::form::Form;
+use super::issue::{self, Grant, Shape};
+use crate::app::AppState;
+use crate::crypto::secret;
+use crate::paths;
+use crate::store::refresh::RefreshRow;
+use crate::store::{Conn, refresh as refresh_store, revocation, to_json};
+
+pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+pub const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+
+#[derive(Debug, Serialize)]
+pub struct TokenResponse {
+    pub access_token: String,
+    pub token_type: &'static str,
+    pub expires_in: i64,
+    pub scope: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id_token: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issued_token_type: Option<&'static str>,
+}
+
+/// What a refresh token carries besides its columns.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RefreshData {
+    pub scopes: Vec<String>,
+    pub auth_time: Option<i64>,
+    pub amr: Vec<String>,
+}
+
+pub async fn handler(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let result = async {
+        let form = Form::parse(&headers, &body)?;
+        let grant = form
+            .get("grant_type")?
+            .ok_or_else(|| OAuthError::invalid_request("the parameter grant_type is missing"))?;
+        match grant {
+            "authorization_code" => code::grant(&state, &headers, &form).await,
+            "refresh_token" => refresh::grant(&state, &headers, &form).await,
+            "client_credentials" => client_credentials::grant(&state, &headers, &form).await,
+            JWT_BEARER => jwt_bearer::grant(&state, &form).await,
+            TOKEN_EXCHANGE => exchange::grant(&state, &headers, &form).await,
+            other => Err(OAuthError::new(
+                ErrorCode::UnsupportedGrantType,
+                format!("the grant type '{other}' is not supported"),
+            )),
+        }
+    }
+    .await;
+    match result {
+        Ok(body) => {
+            let mut r = Json(body).into_response();
+            no_store(&mut r);
+            r
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The audiences a client or grant assertion may name: the issuer and the token endpoint.
+pub fn assertion_audiences(state: &AppState) -> [String; 2] {
+    [state.settings.issuer.clone(), format!("{}{}", state.settings.issuer, paths::TOKEN)]
+}
+
+/// Revokes everything issued under a grant (code reuse, refresh token reuse).
+pub async fn revoke_grant(state: &AppState, c: &mut Conn, grant_id: &str) -> OAuthResult<()> {
+    let now = state.clock.now();
+    let life = issue::lifetimes(c).await?;
+    revocation::revoke(c, &revocation::grant_key(grant_id), now, now + life.longest_signed_token() + 60).await?;
+    let n = refresh_store::revoke_grant(c, grant_id, now).await?;
+    tracing::warn!(grant_id, refresh_tokens = n, "grant revoked after a reused code or refresh token");
+    Ok(())
+}
+
+/// Issues access token, ID token (with `openid`) and, when asked, a refresh token of `grant`.
+pub async fn issue_tokens(
+    state: &AppState,
+    c: &mut Conn,
+    g: &Grant,
+    shape: Shape,
+    refresh: Option<RefreshPlan>,
+) -> OAuthResult<TokenResponse> {
+    let life = issue::lifetimes(c).await?;
+    let (access_token, _) = issue::access_token(state, c, g, shape, life.access_token_lifetime).await?;
+    let id_token = if g.scopes.has("openid") {
+        Some(issue::id_token(state, c, g, shape, life.id_token_lifetime, Some(&access_token), None).await?)
+    } else {
+        None
+    };
+    let refresh_token = match refresh {
+        Some(plan) => {
+            let now = state.clock.now();
+            let token = secret::new_secret();
+            let absolute = plan.expires_at.unwrap_or(now + life.refresh_token_expiration);
+            let data = RefreshData { scopes: plan.original_scopes.clone(), auth_time: g.auth_time, amr: g.amr.clone() };
+            refresh_store::insert(
+                c,
+                &RefreshRow {
+                    token_hash: secret::digest(&token),
+                    grant_id: plan.grant_id.clone(),
+                    client_id: g.client_id.clone(),
+                    user_id: g.subject.user.user_id.clone(),
+                    session_id: g.session_id.clone(),
+                    data: to_json(&data),
+                    created_at: now,
+                    idle_expires_at: (now + life.refresh_token_idle_expiration).min(absolute),
+                    expires_at: absolute,
+                    rotated_at: None,
+                    revoked_at: None,
+                },
+            )
+            .await?;
+            Some(token)
+        }
+        None => None,
+    };
+    Ok(TokenResponse {
+        access_token,
+        token_type: "Bearer",
+        expires_in: life.access_token_lifetime,
+        scope: g.scopes.join(),
+        id_token,
+        refresh_token,
+        issued_token_type: None,
+    })
+}
+
+/// A refresh token to issue: its grant, the scope it may be used for, its absolute expiry (kept
+/// across rotations).
+pub struct RefreshPlan {
+    pub grant_id: String,
+    pub original_scopes: Vec<String>,
+    pub expires_at: Option<i64>,
+}

@@ -1,0 +1,92 @@
+//! The refresh_token grant: rotation on every use, reuse detection that revokes the whole
+//! chain, narrowing (never widening) of the scope, idle and absolute expiry.
+
+use axum::http::HeaderMap;
+
+use super::{RefreshData, RefreshPlan, TokenResponse, assertion_audiences, issue_tokens, revoke_grant};
+use crate::app::AppState;
+use crate::crypto::secret;
+use crate::domain::enums::{OidcGrantType, UserState};
+use crate::oauth::authorize::{shape, subject};
+use crate::oauth::client_auth::{self, Method};
+use crate::oauth::error::{OAuthError, OAuthResult};
+use crate::oauth::form::Form;
+use crate::oauth::issue::{self, Grant};
+use crate::oauth::scope::Scopes;
+use crate::store::{from_json, refresh, revocation, user};
+
+const ALL: [Method; 4] = [Method::Basic, Method::Post, Method::None, Method::PrivateKeyJwt];
+
+pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthResult<TokenResponse> {
+    let now = state.clock.now();
+    let presented = client_auth::presented(headers, form)?
+        .ok_or_else(|| OAuthError::invalid_client("client authentication is required"))?;
+    let token = form.require("refresh_token")?;
+    let requested = match form.get("scope")? {
+        Some(s) => Some(Scopes::parse(s).ok_or_else(|| OAuthError::invalid_scope("the scope is malformed"))?),
+        None => None,
+    };
+    let mut c = state.db.conn().await?;
+    let auds = assertion_audiences(state);
+    let client = client_auth::oidc_client(&mut c, &presented, &ALL, &[&auds[0], &auds[1]], now).await?;
+    if !client.config.grant_types.contains(&OidcGrantType::RefreshToken) {
+        return Err(OAuthError::unauthorized_client("the client may not use the refresh_token grant"));
+    }
+    let hash = secret::digest(token);
+    let row =
+        refresh::get(&mut c, &hash).await?.ok_or_else(|| OAuthError::invalid_grant("the refresh token is invalid"))?;
+    if row.client_id != client.app.client_id {
+        return Err(OAuthError::invalid_grant("the refresh token was issued to another client"));
+    }
+    if row.revoked_at.is_some() {
+        return Err(OAuthError::invalid_grant("the refresh token is revoked"));
+    }
+    if row.rotated_at.is_some() {
+        revoke_grant(state, &mut c, &row.grant_id).await?;
+        return Err(OAuthError::invalid_grant("the refresh token was used before; its chain is revoked"));
+    }
+    if row.expires_at <= now || row.idle_expires_at <= now {
+        return Err(OAuthError::invalid_grant("the refresh token has expired"));
+    }
+    let mut keys = vec![revocation::grant_key(&row.grant_id)];
+    if let Some(sid) = &row.session_id {
+        keys.push(revocation::session_key(sid));
+    }
+    if revocation::any_revoked(&mut c, &keys).await? {
+        return Err(OAuthError::invalid_grant("the refresh token is revoked"));
+    }
+    let data: RefreshData = from_json("refresh_token.data", &row.data)?;
+    let original = Scopes(data.scopes.clone());
+    let scopes = match requested {
+        Some(r) if !r.subset_of(&original) => {
+            return Err(OAuthError::invalid_scope("the scope exceeds what was granted"));
+        }
+        Some(r) => r,
+        None => original.clone(),
+    };
+    let u = user::get(&mut c, &row.user_id).await?.filter(|u| u.state == UserState::Active);
+    let u = u.ok_or_else(|| OAuthError::invalid_grant("the user is not active"))?;
+    let subject = subject(&mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
+    if !refresh::rotate(&mut c, &hash, now).await? {
+        // Another request rotated it a moment ago: treat as reuse.
+        revoke_grant(state, &mut c, &row.grant_id).await?;
+        return Err(OAuthError::invalid_grant("the refresh token was used before; its chain is revoked"));
+    }
+    let g = Grant {
+        client_id: client.app.client_id.clone(),
+        project_id: client.project.project_id.clone(),
+        audience: issue::audience(&client.app.client_id, &client.project.project_id, &scopes),
+        subject,
+        scopes,
+        auth_time: data.auth_time,
+        amr: data.amr.clone(),
+        session_id: row.session_id.clone(),
+        grant_id: Some(row.grant_id.clone()),
+        // A refreshed ID token carries no nonce.
+        nonce: None,
+        act: None,
+    };
+    let plan =
+        RefreshPlan { grant_id: row.grant_id.clone(), original_scopes: data.scopes, expires_at: Some(row.expires_at) };
+    issue_tokens(state, &mut c, &g, shape(&client), Some(plan)).await
+}

@@ -1,0 +1,150 @@
+//! Making and reading tokens. JWTs (ID tokens, JWT access tokens) are signed with the active
+//! signing key; opaque access tokens are AES-256-GCM sealed claims under a token key from the
+//! store, so issuing either writes nothing and only latch can read them.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::crypto::aead::{Aead, Purpose};
+use crate::crypto::secret::random_bytes;
+use crate::keys::{KeyError, KeyManager, LoadedKey};
+use crate::store::{Db, StoreError, token_key};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    #[error("no signing key is active")]
+    NoActiveKey,
+    #[error("signing failed: {0}")]
+    Sign(String),
+}
+
+/// Associated data of sealed tokens: a token sealed for another purpose does not open here.
+const ACCESS_AAD: &[u8] = b"latch opaque access token v1";
+const VERSION: u8 = 1;
+
+pub struct TokenService {
+    keys: Arc<KeyManager>,
+    sealers: Vec<(u32, Aead)>,
+}
+
+impl std::fmt::Debug for TokenService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenService")
+    }
+}
+
+fn b64(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+impl TokenService {
+    /// Loads the opaque-token keys, creating the first one when the store has none.
+    pub async fn load(db: &Db, master: &[u8; 32], keys: Arc<KeyManager>, now: i64) -> Result<Self, KeyError> {
+        let wrap = Aead::derive(master, Purpose::TokenKey)?;
+        let mut c = db.conn().await?;
+        let mut rows = token_key::all(&mut c).await?;
+        if rows.is_empty() {
+            let raw = random_bytes::<32>();
+            token_key::insert(&mut c, 1, &wrap.seal(b"1", &raw)?, now).await?;
+            rows = token_key::all(&mut c).await?;
+        }
+        let mut sealers = Vec::with_capacity(rows.len());
+        for (generation, enc) in rows {
+            let raw = wrap
+                .open(generation.to_string().as_bytes(), &enc)
+                .map_err(|_| KeyError::WrongMasterKey(format!("token key {generation}")))?;
+            let raw: [u8; 32] = raw
+                .try_into()
+                .map_err(|_| StoreError::Corrupt(format!("token key {generation} has the wrong length")))?;
+            sealers.push((generation as u32, Aead::from_raw(&raw)?));
+        }
+        sealers.sort_by_key(|(g, _)| std::cmp::Reverse(*g));
+        Ok(Self { keys, sealers })
+    }
+
+    /// A compact JWS of `claims` signed with the active key (`typ` in the header when given).
+    pub fn sign<T: Serialize>(&self, typ: Option<&str>, claims: &T) -> Result<String, TokenError> {
+        let key = self.keys.active().ok_or(TokenError::NoActiveKey)?;
+        sign_with(&key, typ, claims)
+    }
+
+    /// Signs on the blocking pool: an RSA signature costs about half a millisecond.
+    pub async fn sign_async<T: Serialize + Send + 'static>(
+        self: &Arc<Self>,
+        typ: Option<&'static str>,
+        claims: T,
+    ) -> Result<String, TokenError> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.sign(typ, &claims))
+            .await
+            .map_err(|e| TokenError::Sign(e.to_string()))?
+    }
+
+    /// Verifies a JWS made by latch (any published key) and returns its claims. Expiry is the
+    /// caller's business (an expired ID token is still a valid hint).
+    pub fn verify<T: DeserializeOwned>(&self, token: &str) -> Option<T> {
+        let header = jsonwebtoken::decode_header(token).ok()?;
+        let set = self.keys.current();
+        let key = LoadedKey::find(&set, header.kid.as_deref()?)?;
+        if header.alg != key.jws_alg() {
+            return None;
+        }
+        let mut v = jsonwebtoken::Validation::new(key.jws_alg());
+        v.validate_exp = false;
+        v.validate_aud = false;
+        v.required_spec_claims.clear();
+        jsonwebtoken::decode::<T>(token, &key.verifier, &v).ok().map(|d| d.claims)
+    }
+
+    /// Seals `claims` into an opaque token with the newest token key.
+    pub fn seal<T: Serialize>(&self, claims: &T) -> Result<String, TokenError> {
+        let (generation, aead) = self.sealers.first().ok_or(TokenError::NoActiveKey)?;
+        let plain = serde_json::to_vec(claims).map_err(|e| TokenError::Sign(e.to_string()))?;
+        let sealed = aead.seal(ACCESS_AAD, &plain).map_err(|e| TokenError::Sign(e.to_string()))?;
+        let mut out = Vec::with_capacity(5 + sealed.len());
+        out.push(VERSION);
+        out.extend_from_slice(&generation.to_be_bytes());
+        out.extend_from_slice(&sealed);
+        Ok(b64(&out))
+    }
+
+    /// Opens an opaque token; `None` for anything latch did not seal.
+    pub fn open<T: DeserializeOwned>(&self, token: &str) -> Option<T> {
+        if token.len() > 8192 || token.contains('.') {
+            return None;
+        }
+        let raw = URL_SAFE_NO_PAD.decode(token).ok()?;
+        if raw.len() < 5 || raw[0] != VERSION {
+            return None;
+        }
+        let generation = u32::from_be_bytes([raw[1], raw[2], raw[3], raw[4]]);
+        let (_, aead) = self.sealers.iter().find(|(g, _)| *g == generation)?;
+        let plain = aead.open(ACCESS_AAD, &raw[5..]).ok()?;
+        serde_json::from_slice(&plain).ok()
+    }
+}
+
+/// Signs with a given key.
+pub fn sign_with<T: Serialize>(key: &LoadedKey, typ: Option<&str>, claims: &T) -> Result<String, TokenError> {
+    let mut header = serde_json::json!({"alg": key.alg().as_str(), "kid": key.key_id});
+    if let Some(t) = typ {
+        header["typ"] = serde_json::Value::from(t);
+    }
+    let header = serde_json::to_vec(&header).map_err(|e| TokenError::Sign(e.to_string()))?;
+    let payload = serde_json::to_vec(claims).map_err(|e| TokenError::Sign(e.to_string()))?;
+    let input = format!("{}.{}", b64(&header), b64(&payload));
+    let sig = key.signer.sign(input.as_bytes()).map_err(|e| TokenError::Sign(e.to_string()))?;
+    Ok(format!("{input}.{}", b64(&sig)))
+}
+
+/// `at_hash` / `c_hash`: the left half of the SHA-256 of the value, base64url (for RS256,
+/// ES256 and EdDSA keys latch uses SHA-256 as OIDC Core 3.1.3.6 specifies for 256-bit algs).
+pub fn half_hash(value: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(value.as_bytes());
+    b64(&d[..16])
+}

@@ -1,0 +1,164 @@
+//! `GET`/`POST /oidc/v1/end_session` (RP-Initiated Logout 1.0): ends the browser's sessions
+//! (or, with an `id_token_hint`, that subject's session in this browser), which makes the tokens
+//! bound to them inactive, then returns to a registered `post_logout_redirect_uri` or shows the
+//! signed-out page.
+
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use crate::app::AppState;
+use crate::login::cookie;
+use crate::login::i18n::{self, Texts};
+use crate::login::pages;
+use crate::oauth::authorize::request_id;
+use crate::oauth::client;
+use crate::oauth::issue;
+use crate::store::{Conn, refresh, revocation, session};
+
+#[derive(Deserialize)]
+struct HintClaims {
+    sub: String,
+    #[serde(default)]
+    azp: Option<String>,
+    #[serde(default)]
+    aud: serde_json::Value,
+}
+
+pub async fn get(State(state): State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
+    let pairs: Vec<(String, String)> = form_urlencoded::parse(q.unwrap_or_default().as_bytes()).into_owned().collect();
+    handle(&state, &headers, pairs).await
+}
+
+pub async fn post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let pairs: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
+    handle(&state, &headers, pairs).await
+}
+
+fn one<'a>(pairs: &'a [(String, String)], name: &str) -> Result<Option<&'a str>, String> {
+    let mut it = pairs.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let first = it.next();
+    if it.next().is_some() {
+        return Err(format!("the parameter {name} is repeated"));
+    }
+    Ok(first.filter(|v| !v.is_empty()))
+}
+
+async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, String)>) -> Response {
+    let locales: Vec<String> =
+        one(&pairs, "ui_locales").ok().flatten().unwrap_or("").split(' ').map(str::to_string).collect();
+    let t = i18n::choose(&locales, headers);
+    let bad = |msg: &str| pages::error_page(t, StatusCode::BAD_REQUEST, msg, &request_id(headers));
+    let (hint, client_id, redirect, st) = match (
+        one(&pairs, "id_token_hint"),
+        one(&pairs, "client_id"),
+        one(&pairs, "post_logout_redirect_uri"),
+        one(&pairs, "state"),
+    ) {
+        (Ok(h), Ok(c), Ok(r), Ok(s)) => (h, c, r, s),
+        (Err(e), ..) | (_, Err(e), ..) | (_, _, Err(e), _) | (.., Err(e)) => return bad(&e),
+    };
+    // The hint identifies the client and the subject; an expired hint still does, a forged
+    // one is refused.
+    let hint = match hint {
+        Some(h) => match state.tokens.verify::<HintClaims>(h) {
+            Some(c) => Some(c),
+            None => return bad("the id_token_hint is not an ID token of this issuer"),
+        },
+        None => None,
+    };
+    let hint_client = hint.as_ref().and_then(|h| {
+        h.azp.clone().or_else(|| match &h.aud {
+            serde_json::Value::String(a) => Some(a.clone()),
+            serde_json::Value::Array(a) => a.first().and_then(|x| x.as_str()).map(str::to_string),
+            _ => None,
+        })
+    });
+    let client_id = match (client_id, hint_client.as_deref()) {
+        (Some(c), Some(h)) if c != h => return bad("client_id and the id_token_hint name different clients"),
+        (Some(c), _) => Some(c.to_string()),
+        (None, h) => h.map(str::to_string),
+    };
+    let mut c = match state.db.conn().await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, "end_session failed on the store");
+            return pages::error_page(
+                t,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The service is temporarily unavailable.",
+                &request_id(headers),
+            );
+        }
+    };
+    let target = match (&client_id, redirect) {
+        (Some(cid), Some(uri)) => match client::load(&mut c, cid).await {
+            Ok(Some(cl)) if cl.post_logout_allowed(uri) => Some(uri.to_string()),
+            Ok(_) => return bad("the post_logout_redirect_uri is not registered for this client"),
+            Err(e) => {
+                tracing::warn!(error = %e, "end_session failed on the store");
+                return pages::error_page(
+                    t,
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "The service is temporarily unavailable.",
+                    &request_id(headers),
+                );
+            }
+        },
+        // Without a client the URI cannot be checked, so it is ignored.
+        _ => None,
+    };
+    if let Some(browser) = cookie::existing(headers, state.settings.secure_cookies)
+        && let Err(e) = end_sessions(state, &mut c, &browser.key, hint.as_ref().map(|h| h.sub.as_str())).await
+    {
+        tracing::warn!(error = %e, "ending sessions failed");
+        return pages::error_page(
+            t,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The service is temporarily unavailable.",
+            &request_id(headers),
+        );
+    }
+    respond(t, target, st)
+}
+
+/// Ends sessions and everything bound to them.
+pub async fn end_sessions(
+    state: &AppState,
+    c: &mut Conn,
+    ua_key: &[u8],
+    user_id: Option<&str>,
+) -> crate::store::Result<usize> {
+    let now = state.clock.now();
+    let ended = session::end(c, ua_key, user_id).await?;
+    if ended.is_empty() {
+        return Ok(0);
+    }
+    let keep = issue::lifetimes(c).await.map(|l| l.longest_signed_token()).unwrap_or(86_400) + 60;
+    let ids: Vec<String> = ended.iter().map(|s| s.session_id.clone()).collect();
+    for sid in &ids {
+        revocation::revoke(c, &revocation::session_key(sid), now, now + keep).await?;
+    }
+    refresh::revoke_sessions(c, &ids, now).await?;
+    tracing::info!(sessions = ids.len(), "sessions ended");
+    Ok(ids.len())
+}
+
+fn respond(t: &Texts, target: Option<String>, st: Option<&str>) -> Response {
+    match target.and_then(|u| url::Url::parse(&u).ok()) {
+        Some(mut u) => {
+            if let Some(s) = st {
+                u.query_pairs_mut().append_pair("state", s);
+            }
+            let mut r = StatusCode::SEE_OTHER.into_response();
+            if let Ok(v) = HeaderValue::from_str(u.as_str()) {
+                r.headers_mut().insert(header::LOCATION, v);
+            }
+            r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            r
+        }
+        None => pages::render(t, StatusCode::OK, &pages::SignedOut { t }, None),
+    }
+}

@@ -1,0 +1,131 @@
+//! Administrative memberships: instance (`iam`), organization (`org`) and project members.
+
+use sqlx::FromRow;
+
+use super::{Conn, Result, from_json, to_json};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Iam,
+    Org,
+    Project,
+}
+
+impl Scope {
+    fn as_str(self) -> &'static str {
+        match self {
+            Scope::Iam => "iam",
+            Scope::Org => "org",
+            Scope::Project => "project",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub scope_id: String,
+    pub user_id: String,
+    pub roles: Vec<String>,
+    pub created_at: i64,
+    pub changed_at: i64,
+}
+
+#[derive(FromRow)]
+struct Row {
+    scope_id: String,
+    user_id: String,
+    roles: String,
+    created_at: i64,
+    changed_at: i64,
+}
+
+impl TryFrom<Row> for Member {
+    type Error = super::StoreError;
+    fn try_from(r: Row) -> Result<Self> {
+        Ok(Member {
+            roles: from_json("member.roles", &r.roles)?,
+            scope_id: r.scope_id,
+            user_id: r.user_id,
+            created_at: r.created_at,
+            changed_at: r.changed_at,
+        })
+    }
+}
+
+/// Adds the member, or replaces its roles.
+pub async fn upsert(
+    c: &mut Conn,
+    scope: Scope,
+    scope_id: &str,
+    user_id: &str,
+    roles: &[String],
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO member (member_kind, scope_id, user_id, roles, created_at, changed_at) \
+         VALUES ($1, $2, $3, $4, $5, $5) \
+         ON CONFLICT (member_kind, scope_id, user_id) DO UPDATE SET roles = $4, changed_at = $5",
+    )
+    .bind(scope.as_str())
+    .bind(scope_id)
+    .bind(user_id)
+    .bind(to_json(&roles))
+    .bind(now)
+    .execute(&mut *c)
+    .await?;
+    Ok(())
+}
+
+pub async fn get(c: &mut Conn, scope: Scope, scope_id: &str, user_id: &str) -> Result<Option<Member>> {
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT scope_id, user_id, roles, created_at, changed_at FROM member \
+         WHERE member_kind = $1 AND scope_id = $2 AND user_id = $3",
+    )
+    .bind(scope.as_str())
+    .bind(scope_id)
+    .bind(user_id)
+    .fetch_optional(&mut *c)
+    .await?;
+    row.map(Member::try_from).transpose()
+}
+
+pub async fn list(c: &mut Conn, scope: Scope, scope_id: &str) -> Result<Vec<Member>> {
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT scope_id, user_id, roles, created_at, changed_at FROM member \
+         WHERE member_kind = $1 AND scope_id = $2 ORDER BY created_at, user_id",
+    )
+    .bind(scope.as_str())
+    .bind(scope_id)
+    .fetch_all(&mut *c)
+    .await?;
+    rows.into_iter().map(Member::try_from).collect()
+}
+
+pub async fn remove(c: &mut Conn, scope: Scope, scope_id: &str, user_id: &str) -> Result<bool> {
+    let r = sqlx::query("DELETE FROM member WHERE member_kind = $1 AND scope_id = $2 AND user_id = $3")
+        .bind(scope.as_str())
+        .bind(scope_id)
+        .bind(user_id)
+        .execute(&mut *c)
+        .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// The instance roles of a user and its roles in one organization, in one round trip.
+pub async fn roles_of(c: &mut Conn, user_id: &str, org_id: &str) -> Result<(Vec<String>, Vec<String>)> {
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SELECT member_kind, roles FROM member WHERE user_id = $1 AND \
+         ((member_kind = 'iam' AND scope_id = '') OR (member_kind = 'org' AND scope_id = $2))",
+    )
+    .bind(user_id)
+    .bind(org_id)
+    .fetch_all(&mut *c)
+    .await?;
+    let mut iam = Vec::new();
+    let mut org = Vec::new();
+    for (kind, roles) in rows {
+        let roles: Vec<String> = from_json("member.roles", &roles)?;
+        if kind == "iam" { iam.extend(roles) } else { org.extend(roles) }
+    }
+    Ok((iam, org))
+}

@@ -1,0 +1,230 @@
+//! The store: the only place with SQL. One set of queries runs on PostgreSQL and SQLite through
+//! `sqlx::Any` (`$1` placeholders, `ON CONFLICT`, `RETURNING`); see DESIGN.md for the type rules.
+//! Functions take `&mut AnyConnection`, so the caller chooses a pooled connection or a
+//! transaction.
+
+pub mod app;
+pub mod auth_request;
+pub mod code;
+pub mod instance;
+pub mod key;
+pub mod member;
+pub mod org;
+pub mod project;
+pub mod query;
+pub mod refresh;
+pub mod revocation;
+pub mod session;
+pub mod setting;
+pub mod token_key;
+pub mod user;
+pub mod user_code;
+pub mod web_key;
+
+use std::path::Path;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::migrate::Migrator;
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyPool, Connection, Executor, Transaction};
+
+pub use sqlx::AnyConnection as Conn;
+
+static POSTGRES: Migrator = sqlx::migrate!("migrations/postgres");
+static SQLITE: Migrator = sqlx::migrate!("migrations/sqlite");
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("a record with the same unique value already exists")]
+    Conflict,
+    #[error("the database is unavailable: {0}")]
+    Unavailable(String),
+    #[error("database error: {0}")]
+    Database(sqlx::Error),
+    #[error("stored data is invalid: {0}")]
+    Corrupt(String),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match &e {
+            sqlx::Error::Database(db) if db.kind() == sqlx::error::ErrorKind::UniqueViolation => StoreError::Conflict,
+            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
+                StoreError::Unavailable(e.to_string())
+            }
+            _ => StoreError::Database(e),
+        }
+    }
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+/// The connection pool and which database is behind it.
+#[derive(Clone, Debug)]
+pub struct Db {
+    pool: AnyPool,
+    backend: Backend,
+}
+
+/// Adds `mode=rwc` to a SQLite URL (create the file) and creates its folder.
+fn prepare_sqlite_url(url: &str) -> Result<String> {
+    let rest = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
+    let (path, query) = match rest.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (rest, None),
+    };
+    if path.is_empty() || path == ":memory:" {
+        return Err(StoreError::Unavailable(
+            "an in-memory SQLite database cannot be shared by the pool; use a file".into(),
+        ));
+    }
+    if let Some(parent) = Path::new(path).parent()
+        && !parent.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| StoreError::Unavailable(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    Ok(match query {
+        Some(q) if q.contains("mode=") => url.to_string(),
+        Some(q) => format!("sqlite://{path}?{q}&mode=rwc"),
+        None => format!("sqlite://{path}?mode=rwc"),
+    })
+}
+
+impl Db {
+    /// Connects to `url` (`sqlite:...` or `postgres://...`).
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
+        sqlx::any::install_default_drivers();
+        let (backend, url) = if url.starts_with("sqlite:") {
+            (Backend::Sqlite, prepare_sqlite_url(url)?)
+        } else {
+            (Backend::Postgres, url.to_string())
+        };
+        let options: AnyConnectOptions =
+            url.parse().map_err(|e: sqlx::Error| StoreError::Unavailable(format!("bad database URL: {e}")))?;
+        let pool = AnyPoolOptions::new()
+            .max_connections(max_connections)
+            .min_connections(0)
+            .acquire_timeout(Duration::from_secs(3))
+            .idle_timeout(Duration::from_secs(300))
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    if backend == Backend::Sqlite {
+                        // WAL lets readers run beside the writer; LIKE is case-sensitive as on
+                        // PostgreSQL so both backends search alike.
+                        conn.execute(
+                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                             PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; \
+                             PRAGMA case_sensitive_like = ON;",
+                        )
+                        .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await?;
+        Ok(Self { pool, backend })
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    fn migrator(&self) -> &'static Migrator {
+        match self.backend {
+            Backend::Postgres => &POSTGRES,
+            Backend::Sqlite => &SQLITE,
+        }
+    }
+
+    /// Applies the migrations that are not applied yet.
+    pub async fn migrate(&self) -> Result<()> {
+        self.migrator().run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// The store answers and every migration latch knows is applied.
+    pub async fn is_ready(&self) -> bool {
+        let latest = self.migrator().iter().map(|m| m.version).max().unwrap_or(0);
+        let row: std::result::Result<Option<(i64,)>, _> =
+            sqlx::query_as("SELECT MAX(version) FROM _sqlx_migrations WHERE success = $1")
+                .bind(true)
+                .fetch_optional(&self.pool)
+                .await;
+        matches!(row, Ok(Some((v,))) if v >= latest)
+    }
+
+    pub async fn conn(&self) -> Result<PoolConnection<Any>> {
+        Ok(self.pool.acquire().await?)
+    }
+
+    /// A write transaction. On SQLite it takes the write lock up front (`BEGIN IMMEDIATE`), so
+    /// two writers wait for each other instead of failing when one upgrades a read.
+    pub async fn begin(&self) -> Result<Transaction<'static, Any>> {
+        Ok(match self.backend {
+            Backend::Postgres => self.pool.begin().await?,
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+        })
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Pool gauges for `/metrics`: (open connections, idle connections).
+    pub fn pool_usage(&self) -> (u32, usize) {
+        (self.pool.size(), self.pool.num_idle())
+    }
+
+    /// Checks the connection (used by tests and `readyz`).
+    pub async fn ping(&self) -> Result<()> {
+        let mut c = self.conn().await?;
+        c.ping().await?;
+        Ok(())
+    }
+}
+
+/// Integer flag helpers (flags are stored as 0/1).
+pub fn flag(b: bool) -> i64 {
+    i64::from(b)
+}
+
+/// Lower-cased key for case-insensitive uniqueness (Unicode-aware, same on both backends).
+pub fn fold(s: &str) -> String {
+    s.trim().to_lowercase()
+}
+
+/// Escapes `%`, `_` and `\` for a LIKE pattern with `ESCAPE '\'`.
+pub fn like_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Decodes a JSON column.
+pub fn from_json<T: serde::de::DeserializeOwned>(column: &str, raw: &str) -> Result<T> {
+    serde_json::from_str(raw).map_err(|e| StoreError::Corrupt(format!("{column}: {e}")))
+}
+
+pub fn to_json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+}

@@ -1,0 +1,86 @@
+//! Refresh tokens: stored by digest, rotated on every use, revoked as a whole grant when an old
+//! one is presented again.
+
+use sqlx::FromRow;
+
+use super::{Conn, Result};
+
+#[derive(Debug, Clone, FromRow)]
+pub struct RefreshRow {
+    pub token_hash: Vec<u8>,
+    pub grant_id: String,
+    pub client_id: String,
+    pub user_id: String,
+    pub session_id: Option<String>,
+    /// Scopes, audience, authentication facts (JSON).
+    pub data: String,
+    pub created_at: i64,
+    pub idle_expires_at: i64,
+    pub expires_at: i64,
+    pub rotated_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+const COLUMNS: &str = "token_hash, grant_id, client_id, user_id, session_id, data, created_at, idle_expires_at, expires_at, \
+     rotated_at, revoked_at";
+
+pub async fn insert(c: &mut Conn, r: &RefreshRow) -> Result<()> {
+    sqlx::query(&format!(
+        "INSERT INTO refresh_token ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+    ))
+    .bind(r.token_hash.clone())
+    .bind(&r.grant_id)
+    .bind(&r.client_id)
+    .bind(&r.user_id)
+    .bind(r.session_id.clone())
+    .bind(&r.data)
+    .bind(r.created_at)
+    .bind(r.idle_expires_at)
+    .bind(r.expires_at)
+    .bind(r.rotated_at)
+    .bind(r.revoked_at)
+    .execute(&mut *c)
+    .await?;
+    Ok(())
+}
+
+pub async fn get(c: &mut Conn, token_hash: &[u8]) -> Result<Option<RefreshRow>> {
+    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM refresh_token WHERE token_hash = $1"))
+        .bind(token_hash.to_vec())
+        .fetch_optional(&mut *c)
+        .await?)
+}
+
+/// Marks a token used, atomically: of two concurrent uses exactly one succeeds.
+pub async fn rotate(c: &mut Conn, token_hash: &[u8], now: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE refresh_token SET rotated_at = $1 WHERE token_hash = $2 AND rotated_at IS NULL AND revoked_at IS NULL",
+    )
+    .bind(now)
+    .bind(token_hash.to_vec())
+    .execute(&mut *c)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Revokes every token of a grant; returns how many were live.
+pub async fn revoke_grant(c: &mut Conn, grant_id: &str, now: i64) -> Result<u64> {
+    let r = sqlx::query("UPDATE refresh_token SET revoked_at = $1 WHERE grant_id = $2 AND revoked_at IS NULL")
+        .bind(now)
+        .bind(grant_id)
+        .execute(&mut *c)
+        .await?;
+    Ok(r.rows_affected())
+}
+
+/// Revokes every token of the given sessions (when the sessions end).
+pub async fn revoke_sessions(c: &mut Conn, session_ids: &[String], now: i64) -> Result<()> {
+    for sid in session_ids {
+        sqlx::query("UPDATE refresh_token SET revoked_at = $1 WHERE session_id = $2 AND revoked_at IS NULL")
+            .bind(now)
+            .bind(sid)
+            .execute(&mut *c)
+            .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,129 @@
+//! Browser sessions: one per user per browser, found by the digest of the browser cookie.
+
+use sqlx::FromRow;
+
+use super::{Conn, Result, from_json, to_json};
+
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub session_id: String,
+    pub user_id: String,
+    pub auth_time: i64,
+    pub amr: Vec<String>,
+    pub created_at: i64,
+    pub last_used_at: i64,
+    pub expires_at: i64,
+}
+
+#[derive(FromRow)]
+struct Row {
+    session_id: String,
+    user_id: String,
+    auth_time: i64,
+    amr: String,
+    created_at: i64,
+    last_used_at: i64,
+    expires_at: i64,
+}
+
+impl TryFrom<Row> for Session {
+    type Error = super::StoreError;
+    fn try_from(r: Row) -> Result<Self> {
+        Ok(Session {
+            amr: from_json("session.amr", &r.amr)?,
+            session_id: r.session_id,
+            user_id: r.user_id,
+            auth_time: r.auth_time,
+            created_at: r.created_at,
+            last_used_at: r.last_used_at,
+            expires_at: r.expires_at,
+        })
+    }
+}
+
+const SELECT: &str = "SELECT session_id, user_id, auth_time, amr, created_at, last_used_at, expires_at FROM session";
+
+/// A session to create (or renew).
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    pub session_id: String,
+    pub ua_key: Vec<u8>,
+    pub user_id: String,
+    pub auth_time: i64,
+    pub amr: Vec<String>,
+    pub now: i64,
+    pub expires_at: i64,
+}
+
+/// Creates the session of a user in this browser, or renews it after a new authentication
+/// (the session id stays).
+pub async fn upsert(c: &mut Conn, n: &NewSession) -> Result<Session> {
+    let row: Row = sqlx::query_as(
+        "INSERT INTO session (session_id, ua_key, user_id, auth_time, amr, created_at, last_used_at, expires_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $6, $7) \
+         ON CONFLICT (ua_key, user_id) DO UPDATE SET auth_time = $4, amr = $5, last_used_at = $6, expires_at = $7 \
+         RETURNING session_id, user_id, auth_time, amr, created_at, last_used_at, expires_at",
+    )
+    .bind(&n.session_id)
+    .bind(n.ua_key.clone())
+    .bind(&n.user_id)
+    .bind(n.auth_time)
+    .bind(to_json(&n.amr))
+    .bind(n.now)
+    .bind(n.expires_at)
+    .fetch_one(&mut *c)
+    .await?;
+    Session::try_from(row)
+}
+
+/// The live sessions of a browser, oldest first.
+pub async fn of_browser(c: &mut Conn, ua_key: &[u8], now: i64) -> Result<Vec<Session>> {
+    let rows: Vec<Row> =
+        sqlx::query_as(&format!("{SELECT} WHERE ua_key = $1 AND expires_at > $2 ORDER BY created_at, session_id"))
+            .bind(ua_key.to_vec())
+            .bind(now)
+            .fetch_all(&mut *c)
+            .await?;
+    rows.into_iter().map(Session::try_from).collect()
+}
+
+pub async fn get(c: &mut Conn, session_id: &str) -> Result<Option<Session>> {
+    let row: Option<Row> =
+        sqlx::query_as(&format!("{SELECT} WHERE session_id = $1")).bind(session_id).fetch_optional(&mut *c).await?;
+    row.map(Session::try_from).transpose()
+}
+
+pub async fn touch(c: &mut Conn, session_id: &str, now: i64) -> Result<()> {
+    sqlx::query("UPDATE session SET last_used_at = $1 WHERE session_id = $2")
+        .bind(now)
+        .bind(session_id)
+        .execute(&mut *c)
+        .await?;
+    Ok(())
+}
+
+/// Ends sessions of a browser (all, or only that user's); returns the ended sessions.
+pub async fn end(c: &mut Conn, ua_key: &[u8], user_id: Option<&str>) -> Result<Vec<Session>> {
+    let rows: Vec<Row> = match user_id {
+        Some(u) => {
+            sqlx::query_as(
+                "DELETE FROM session WHERE ua_key = $1 AND user_id = $2 \
+                 RETURNING session_id, user_id, auth_time, amr, created_at, last_used_at, expires_at",
+            )
+            .bind(ua_key.to_vec())
+            .bind(u)
+            .fetch_all(&mut *c)
+            .await?
+        }
+        None => {
+            sqlx::query_as(
+                "DELETE FROM session WHERE ua_key = $1 \
+                 RETURNING session_id, user_id, auth_time, amr, created_at, last_used_at, expires_at",
+            )
+            .bind(ua_key.to_vec())
+            .fetch_all(&mut *c)
+            .await?
+        }
+    };
+    rows.into_iter().map(Session::try_from).collect()
+}

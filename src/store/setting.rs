@@ -1,0 +1,59 @@
+//! Settings and policies, stored as JSON per owner ('' = the instance, or an organization id).
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{Conn, Result, from_json, to_json};
+
+pub const INSTANCE: &str = "";
+
+/// A settings document with a kind name and defaults.
+pub trait Setting: Serialize + DeserializeOwned + Default {
+    const KIND: &'static str;
+}
+
+/// A setting as stored, or its defaults when it was never set.
+#[derive(Debug, Clone)]
+pub struct Loaded<T> {
+    pub value: T,
+    /// `None` when the defaults apply.
+    pub times: Option<(i64, i64)>,
+}
+
+pub async fn load<T: Setting>(c: &mut Conn, owner_id: &str) -> Result<Loaded<T>> {
+    let row: Option<(String, i64, i64)> =
+        sqlx::query_as("SELECT body, created_at, changed_at FROM setting WHERE owner_id = $1 AND kind = $2")
+            .bind(owner_id)
+            .bind(T::KIND)
+            .fetch_optional(&mut *c)
+            .await?;
+    Ok(match row {
+        Some((body, created, changed)) => {
+            Loaded { value: from_json(&format!("setting {}", T::KIND), &body)?, times: Some((created, changed)) }
+        }
+        None => Loaded { value: T::default(), times: None },
+    })
+}
+
+pub async fn save<T: Setting>(c: &mut Conn, owner_id: &str, value: &T, now: i64) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO setting (owner_id, kind, body, created_at, changed_at) VALUES ($1, $2, $3, $4, $4) \
+         ON CONFLICT (owner_id, kind) DO UPDATE SET body = $3, changed_at = $4",
+    )
+    .bind(owner_id)
+    .bind(T::KIND)
+    .bind(to_json(value))
+    .bind(now)
+    .execute(&mut *c)
+    .await?;
+    Ok(())
+}
+
+pub async fn reset<T: Setting>(c: &mut Conn, owner_id: &str) -> Result<bool> {
+    let r = sqlx::query("DELETE FROM setting WHERE owner_id = $1 AND kind = $2")
+        .bind(owner_id)
+        .bind(T::KIND)
+        .execute(&mut *c)
+        .await?;
+    Ok(r.rows_affected() == 1)
+}

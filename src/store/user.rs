@@ -1,0 +1,689 @@
+//! Human and machine users (table `account`).
+
+use sqlx::FromRow;
+
+use super::query::{Builder, Page};
+use super::{Conn, Result, flag, fold};
+use crate::domain::enums::{AccessTokenType, Gender, TextQueryMethod, UserFieldName, UserState, UserType};
+
+#[derive(Debug, Clone, Default)]
+pub struct Human {
+    pub first_name: String,
+    pub last_name: String,
+    pub nick_name: String,
+    pub display_name: String,
+    pub preferred_language: String,
+    pub gender: Gender,
+    pub email: String,
+    pub email_verified: bool,
+    pub phone: String,
+    pub phone_verified: bool,
+    pub password_hash: Option<String>,
+    pub password_change_required: bool,
+    pub password_changed_at: Option<i64>,
+    pub failed_password_attempts: i64,
+    /// The TOTP secret, encrypted (see `crate::crypto::aead::Purpose::OtpSecret`).
+    pub otp_secret: Option<Vec<u8>>,
+    pub otp_last_step: Option<i64>,
+    pub failed_otp_attempts: i64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Machine {
+    pub name: String,
+    pub description: String,
+    pub access_token_type: AccessTokenType,
+    pub secret_digest: Option<Vec<u8>>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Kind {
+    Human(Human),
+    Machine(Machine),
+}
+
+#[derive(Debug, Clone)]
+pub struct User {
+    pub user_id: String,
+    pub org_id: String,
+    pub username: String,
+    pub state: UserState,
+    pub created_at: i64,
+    pub changed_at: i64,
+    pub kind: Kind,
+    /// The primary domain of the user's organization (read-only, joined).
+    pub org_domain: String,
+}
+
+impl User {
+    pub fn user_type(&self) -> UserType {
+        match self.kind {
+            Kind::Human(_) => UserType::Human,
+            Kind::Machine(_) => UserType::Machine,
+        }
+    }
+
+    pub fn human(&self) -> Option<&Human> {
+        match &self.kind {
+            Kind::Human(h) => Some(h),
+            Kind::Machine(_) => None,
+        }
+    }
+
+    pub fn machine(&self) -> Option<&Machine> {
+        match &self.kind {
+            Kind::Machine(m) => Some(m),
+            Kind::Human(_) => None,
+        }
+    }
+
+    /// `username@primarydomain`.
+    pub fn login_name(&self) -> String {
+        if self.org_domain.is_empty() {
+            self.username.clone()
+        } else {
+            format!("{}@{}", self.username, self.org_domain)
+        }
+    }
+}
+
+#[derive(FromRow)]
+struct Row {
+    user_id: String,
+    org_id: String,
+    user_type: i64,
+    username: String,
+    state: i64,
+    created_at: i64,
+    changed_at: i64,
+    first_name: String,
+    last_name: String,
+    nick_name: String,
+    display_name: String,
+    preferred_language: String,
+    gender: i64,
+    email: String,
+    email_verified: i64,
+    phone: String,
+    phone_verified: i64,
+    password_hash: Option<String>,
+    password_change_required: i64,
+    password_changed_at: Option<i64>,
+    failed_password_attempts: i64,
+    otp_secret: Option<Vec<u8>>,
+    otp_last_step: Option<i64>,
+    failed_otp_attempts: i64,
+    machine_name: String,
+    description: String,
+    access_token_type: i64,
+    secret_digest: Option<Vec<u8>>,
+    org_domain: Option<String>,
+}
+
+impl From<Row> for User {
+    fn from(r: Row) -> Self {
+        let kind = if r.user_type == UserType::Machine.number() {
+            Kind::Machine(Machine {
+                name: r.machine_name,
+                description: r.description,
+                access_token_type: AccessTokenType::from_number(r.access_token_type).unwrap_or_default(),
+                secret_digest: r.secret_digest,
+            })
+        } else {
+            Kind::Human(Human {
+                first_name: r.first_name,
+                last_name: r.last_name,
+                nick_name: r.nick_name,
+                display_name: r.display_name,
+                preferred_language: r.preferred_language,
+                gender: Gender::from_number(r.gender).unwrap_or_default(),
+                email: r.email,
+                email_verified: r.email_verified != 0,
+                phone: r.phone,
+                phone_verified: r.phone_verified != 0,
+                password_hash: r.password_hash,
+                password_change_required: r.password_change_required != 0,
+                password_changed_at: r.password_changed_at,
+                failed_password_attempts: r.failed_password_attempts,
+                otp_secret: r.otp_secret,
+                otp_last_step: r.otp_last_step,
+                failed_otp_attempts: r.failed_otp_attempts,
+            })
+        };
+        User {
+            user_id: r.user_id,
+            org_id: r.org_id,
+            username: r.username,
+            state: UserState::from_number(r.state).unwrap_or_default(),
+            created_at: r.created_at,
+            changed_at: r.changed_at,
+            kind,
+            org_domain: r.org_domain.unwrap_or_default(),
+        }
+    }
+}
+
+const SELECT: &str = "SELECT a.user_id, a.org_id, a.user_type, a.username, a.state, a.created_at, a.changed_at, \
+     a.first_name, a.last_name, a.nick_name, a.display_name, a.preferred_language, a.gender, a.email, \
+     a.email_verified, a.phone, a.phone_verified, a.password_hash, a.password_change_required, \
+     a.password_changed_at, a.failed_password_attempts, a.otp_secret, a.otp_last_step, a.failed_otp_attempts, \
+     a.machine_name, a.description, \
+     a.access_token_type, a.secret_digest, d.domain AS org_domain \
+     FROM account a LEFT JOIN org_domain d ON d.org_id = a.org_id AND d.is_primary = 1";
+
+pub async fn insert(c: &mut Conn, u: &User) -> Result<()> {
+    let h = u.human().cloned().unwrap_or_default();
+    let m = u.machine().cloned().unwrap_or_default();
+    sqlx::query(
+        "INSERT INTO account (user_id, org_id, user_type, username, username_key, state, created_at, changed_at, \
+         first_name, last_name, nick_name, display_name, preferred_language, gender, email, email_key, \
+         email_verified, phone, phone_verified, password_hash, password_change_required, password_changed_at, \
+         machine_name, description, access_token_type, secret_digest, otp_secret) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
+         $21, $22, $23, $24, $25, $26)",
+    )
+    .bind(&u.user_id)
+    .bind(&u.org_id)
+    .bind(u.user_type().number())
+    .bind(&u.username)
+    .bind(fold(&u.username))
+    .bind(u.state.number())
+    .bind(u.created_at)
+    .bind(h.first_name)
+    .bind(h.last_name)
+    .bind(h.nick_name)
+    .bind(h.display_name)
+    .bind(h.preferred_language)
+    .bind(h.gender.number())
+    .bind(&h.email)
+    .bind(fold(&h.email))
+    .bind(flag(h.email_verified))
+    .bind(h.phone)
+    .bind(flag(h.phone_verified))
+    .bind(h.password_hash)
+    .bind(flag(h.password_change_required))
+    .bind(h.password_changed_at)
+    .bind(m.name)
+    .bind(m.description)
+    .bind(m.access_token_type.number())
+    .bind(m.secret_digest)
+    .bind(h.otp_secret)
+    .execute(&mut *c)
+    .await?;
+    Ok(())
+}
+
+pub async fn get(c: &mut Conn, user_id: &str) -> Result<Option<User>> {
+    let row: Option<Row> =
+        sqlx::query_as(&format!("{SELECT} WHERE a.user_id = $1")).bind(user_id).fetch_optional(&mut *c).await?;
+    Ok(row.map(User::from))
+}
+
+/// A user by user name, case-insensitively (user names are unique in the instance).
+pub async fn get_by_username(c: &mut Conn, username: &str) -> Result<Option<User>> {
+    let row: Option<Row> = sqlx::query_as(&format!("{SELECT} WHERE a.username_key = $1"))
+        .bind(fold(username))
+        .fetch_optional(&mut *c)
+        .await?;
+    Ok(row.map(User::from))
+}
+
+pub async fn username_taken(c: &mut Conn, username: &str) -> Result<bool> {
+    let row: Option<(String,)> = sqlx::query_as("SELECT user_id FROM account WHERE username_key = $1")
+        .bind(fold(username))
+        .fetch_optional(&mut *c)
+        .await?;
+    Ok(row.is_some())
+}
+
+pub async fn set_state(c: &mut Conn, user_id: &str, state: UserState, now: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE account SET state = $1, changed_at = $2, failed_password_attempts = \
+         CASE WHEN $1 = 1 THEN 0 ELSE failed_password_attempts END WHERE user_id = $3",
+    )
+    .bind(state.number())
+    .bind(now)
+    .bind(user_id)
+    .execute(&mut *c)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+pub async fn update_profile(c: &mut Conn, user_id: &str, h: &Human, now: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE account SET first_name = $1, last_name = $2, nick_name = $3, display_name = $4, \
+         preferred_language = $5, gender = $6, changed_at = $7 WHERE user_id = $8 AND user_type = 1",
+    )
+    .bind(&h.first_name)
+    .bind(&h.last_name)
+    .bind(&h.nick_name)
+    .bind(&h.display_name)
+    .bind(&h.preferred_language)
+    .bind(h.gender.number())
+    .bind(now)
+    .bind(user_id)
+    .execute(&mut *c)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+pub async fn update_email(c: &mut Conn, user_id: &str, email: &str, verified: bool, now: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE account SET email = $1, email_key = $2, email_verified = $3, changed_at = $4 \
+         WHERE user_id = $5 AND user_type = 1",
+    )
+    .bind(email)
+    .bind(fold(email))
+    .bind(flag(verified))
+    .bind(now)
+    .bind(user_id)
+    .execute(&mut *c)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Sets a password hash; an INITIAL user becomes ACTIVE.
+pub async fn set_password(c: &mut Conn, user_id: &str, hash: &str, change_required: bool, now: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE account SET password_hash = $1, password_change_required = $2, password_changed_at = $3, \
+         changed_at = $3, failed_password_attempts = 0, \
+         state = CASE WHEN state = 6 THEN 1 ELSE state END WHERE user_id = $4 AND user_type = 1",
+    )
+    .bind(hash)
+    .bind(flag(change_required))
+    .bind(now)
+    .bind(user_id)
+    .execute(&mut *c)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+pub async fn set_machine_secret(c: &mut Conn, user_id: &str, digest: Option<Vec<u8>>, now: i64) -> Result<bool> {
+    let r = sqlx::query("UPDATE account SET secret_digest = $1, changed_at = $2 WHERE user_id = $3 AND user_type = 2")
+        .bind(digest)
+        .bind(now)
+        .bind(user_id)
+        .execute(&mut *c)
+        .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+pub async fn delete(c: &mut Conn, user_id: &str) -> Result<bool> {
+    sqlx::query("DELETE FROM member WHERE user_id = $1").bind(user_id).execute(&mut *c).await?;
+    let r = sqlx::query("DELETE FROM account WHERE user_id = $1").bind(user_id).execute(&mut *c).await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Filters of the user search; the top level is AND-combined.
+#[derive(Debug, Clone)]
+pub enum UserQuery {
+    UserName(String, TextQueryMethod),
+    FirstName(String, TextQueryMethod),
+    LastName(String, TextQueryMethod),
+    NickName(String, TextQueryMethod),
+    DisplayName(String, TextQueryMethod),
+    Email(String, TextQueryMethod),
+    LoginName(String, TextQueryMethod),
+    State(UserState),
+    Type(UserType),
+    InUserIds(Vec<String>),
+    Or(Vec<UserQuery>),
+    And(Vec<UserQuery>),
+    Not(Box<UserQuery>),
+}
+
+fn push_query(b: &mut Builder, q: &UserQuery) {
+    match q {
+        UserQuery::UserName(v, m) => {
+            b.text_match("a.username", v, *m);
+        }
+        UserQuery::FirstName(v, m) => {
+            b.text_match("a.first_name", v, *m);
+        }
+        UserQuery::LastName(v, m) => {
+            b.text_match("a.last_name", v, *m);
+        }
+        UserQuery::NickName(v, m) => {
+            b.text_match("a.nick_name", v, *m);
+        }
+        UserQuery::DisplayName(v, m) => {
+            b.text_match("a.display_name", v, *m);
+        }
+        UserQuery::Email(v, m) => {
+            b.text_match("a.email", v, *m);
+        }
+        UserQuery::LoginName(v, m) => {
+            b.text_match("(a.username || '@' || COALESCE(d.domain, ''))", v, *m);
+        }
+        UserQuery::State(s) => {
+            b.push("a.state = ").int(s.number());
+        }
+        UserQuery::Type(t) => {
+            b.push("a.user_type = ").int(t.number());
+        }
+        UserQuery::InUserIds(ids) => {
+            if ids.is_empty() {
+                b.push("1 = 0");
+            } else {
+                b.push("a.user_id IN (");
+                for (i, id) in ids.iter().enumerate() {
+                    if i > 0 {
+                        b.push(", ");
+                    }
+                    b.text(id.clone());
+                }
+                b.push(")");
+            }
+        }
+        UserQuery::Or(qs) | UserQuery::And(qs) => {
+            let op = if matches!(q, UserQuery::Or(_)) { " OR " } else { " AND " };
+            if qs.is_empty() {
+                b.push("1 = 1");
+            } else {
+                b.push("(");
+                for (i, sub) in qs.iter().enumerate() {
+                    if i > 0 {
+                        b.push(op);
+                    }
+                    push_query(b, sub);
+                }
+                b.push(")");
+            }
+        }
+        UserQuery::Not(sub) => {
+            b.push("NOT (");
+            push_query(b, sub);
+            b.push(")");
+        }
+    }
+}
+
+fn order_column(f: UserFieldName) -> &'static str {
+    match f {
+        UserFieldName::Unspecified => "a.user_id",
+        UserFieldName::UserName => "a.username_key",
+        UserFieldName::FirstName => "a.first_name",
+        UserFieldName::LastName => "a.last_name",
+        UserFieldName::NickName => "a.nick_name",
+        UserFieldName::DisplayName => "a.display_name",
+        UserFieldName::Email => "a.email_key",
+        UserFieldName::State => "a.state",
+        UserFieldName::Type => "a.user_type",
+        UserFieldName::CreationDate => "a.created_at",
+    }
+}
+
+/// Users of `org_id` matching every query, with the total count.
+pub async fn search(
+    c: &mut Conn,
+    org_id: &str,
+    queries: &[UserQuery],
+    sort: UserFieldName,
+    page: Page,
+) -> Result<(Vec<User>, i64)> {
+    let mut filter = Builder::new(" WHERE a.org_id = ");
+    filter.text(org_id);
+    for q in queries {
+        filter.push(" AND ");
+        push_query(&mut filter, q);
+    }
+    let (where_sql, args) = filter.into_parts();
+    let count = Builder::with_args(
+        &format!(
+            "SELECT COUNT(*) FROM account a LEFT JOIN org_domain d ON d.org_id = a.org_id AND d.is_primary = 1{where_sql}"
+        ),
+        args.clone(),
+    );
+    let total = count.fetch_count(c).await?;
+    let mut list = Builder::with_args(&format!("{SELECT}{where_sql}"), args);
+    let col = order_column(sort);
+    let order = if col == "a.user_id" { col.to_string() } else { format!("{col}, a.user_id") };
+    list.page(&order, page);
+    let rows: Vec<Row> = list.fetch_all(c).await?;
+    Ok((rows.into_iter().map(User::from).collect(), total))
+}
+
+pub async fn update_machine(
+    c: &mut Conn,
+    user_id: &str,
+    name: &str,
+    description: &str,
+    access_token_type: AccessTokenType,
+    now: i64,
+) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE account SET machine_name = $1, description = $2, access_token_type = $3, changed_at = $4 \
+         WHERE user_id = $5 AND user_type = 2",
+    )
+    .bind(name)
+    .bind(description)
+    .bind(access_token_type.number())
+    .bind(now)
+    .bind(user_id)
+    .execute(&mut *c)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Counts a wrong password; locks the user when `max_attempts` (> 0) is reached. Returns true
+/// when the user is now locked.
+pub async fn password_failed(c: &mut Conn, user_id: &str, max_attempts: i64, now: i64) -> Result<bool> {
+    let row: Option<(i64,)> = sqlx::query_as(
+        "UPDATE account SET failed_password_attempts = failed_password_attempts + 1, \
+         state = CASE WHEN $1 > 0 AND failed_password_attempts + 1 >= $1 AND state = 1 THEN 4 ELSE state END, \
+         changed_at = $2 WHERE user_id = $3 RETURNING state",
+    )
+    .bind(max_attempts)
+    .bind(now)
+    .bind(user_id)
+    .fetch_optional(&mut *c)
+    .await?;
+    Ok(row.is_some_and(|(s,)| s == UserState::Locked.number()))
+}
+
+/// Resets the failure counter after a correct password.
+pub async fn password_ok(c: &mut Conn, user_id: &str) -> Result<()> {
+    sqlx::query("UPDATE account SET failed_password_attempts = 0 WHERE user_id = $1 AND failed_password_attempts > 0")
+        .bind(user_id)
+        .execute(&mut *c)
+        .await?;
+    Ok(())
+}
+
+/// Replaces a stored hash (re-hashing an imported format) without touching anything else.
+pub async fn rehash(c: &mut Conn, user_id: &str, old_hash: &str, new_hash: &str) -> Result<bool> {
+    let r = sqlx::query("UPDATE account SET password_hash = $1 WHERE user_id = $2 AND password_hash = $3")
+        .bind(new_hash)
+        .bind(user_id)
+        .bind(old_hash)
+        .execute(&mut *c)
+        .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+pub async fn set_email_verified(c: &mut Conn, user_id: &str, now: i64) -> Result<()> {
+    sqlx::query("UPDATE account SET email_verified = 1, changed_at = $1 WHERE user_id = $2")
+        .bind(now)
+        .bind(user_id)
+        .execute(&mut *c)
+        .await?;
+    Ok(())
+}
+
+/// The user a login name means: a user name, `username@domain` of one of its organization's
+/// domains, or an e-mail address that exactly one human user has.
+pub async fn find_for_login(c: &mut Conn, login: &str) -> Result<Option<User>> {
+    let login = login.trim();
+    if let Some(u) = get_by_username(c, login).await? {
+        return Ok(Some(u));
+    }
+    if let Some((name, domain)) = login.rsplit_once('@') {
+        let row: Option<(String,)> = sqlx::query_as(
+            "SELECT a.user_id FROM account a JOIN org_domain d ON d.org_id = a.org_id \
+             WHERE a.username_key = $1 AND d.domain = $2",
+        )
+        .bind(fold(name))
+        .bind(domain.to_ascii_lowercase())
+        .fetch_optional(&mut *c)
+        .await?;
+        if let Some((id,)) = row {
+            return get(c, &id).await;
+        }
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT user_id FROM account WHERE email_key = $1 AND user_type = 1 LIMIT 2")
+                .bind(fold(login))
+                .fetch_all(&mut *c)
+                .await?;
+        if let [(id,)] = rows.as_slice() {
+            return get(c, id).await;
+        }
+    }
+    Ok(None)
+}
+
+/// Stores (or with `None` removes) a user's TOTP secret, already encrypted.
+pub async fn set_otp(c: &mut Conn, user_id: &str, secret: Option<Vec<u8>>, now: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE account SET otp_secret = $1, otp_last_step = NULL, failed_otp_attempts = 0, changed_at = $2 \
+         WHERE user_id = $3 AND user_type = 1",
+    )
+    .bind(secret)
+    .bind(now)
+    .bind(user_id)
+    .execute(&mut *c)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Records a used TOTP step; false when this or a later step was used already (a replay).
+pub async fn otp_used(c: &mut Conn, user_id: &str, step: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE account SET otp_last_step = $1, failed_otp_attempts = 0 \
+         WHERE user_id = $2 AND (otp_last_step IS NULL OR otp_last_step < $1)",
+    )
+    .bind(step)
+    .bind(user_id)
+    .execute(&mut *c)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Counts a wrong TOTP code; locks the user when `max_attempts` (> 0) is reached.
+pub async fn otp_failed(c: &mut Conn, user_id: &str, max_attempts: i64, now: i64) -> Result<bool> {
+    let row: Option<(i64,)> = sqlx::query_as(
+        "UPDATE account SET failed_otp_attempts = failed_otp_attempts + 1, \
+         state = CASE WHEN $1 > 0 AND failed_otp_attempts + 1 >= $1 AND state = 1 THEN 4 ELSE state END, \
+         changed_at = $2 WHERE user_id = $3 RETURNING state",
+    )
+    .bind(max_attempts)
+    .bind(now)
+    .bind(user_id)
+    .fetch_optional(&mut *c)
+    .await?;
+    Ok(row.is_some_and(|(s,)| s == UserState::Locked.number()))
+}
+
+/// An identity-provider link kept from an import.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdpLink {
+    pub config_id: String,
+    pub external_user_id: String,
+    pub display_name: String,
+}
+
+pub async fn insert_idp_link(c: &mut Conn, user_id: &str, l: &IdpLink, now: i64) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO user_idp_link (user_id, config_id, external_user_id, display_name, created_at) \
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (user_id, config_id, external_user_id) DO NOTHING",
+    )
+    .bind(user_id)
+    .bind(&l.config_id)
+    .bind(&l.external_user_id)
+    .bind(&l.display_name)
+    .bind(now)
+    .execute(&mut *c)
+    .await?;
+    Ok(())
+}
+
+/// The identity-provider links of every user of an organization, by user id.
+pub async fn idp_links_by_org(c: &mut Conn, org_id: &str) -> Result<std::collections::HashMap<String, Vec<IdpLink>>> {
+    let rows: Vec<(String, String, String, String)> = sqlx::query_as(
+        "SELECT l.user_id, l.config_id, l.external_user_id, l.display_name FROM user_idp_link l \
+         JOIN account a ON a.user_id = l.user_id WHERE a.org_id = $1 ORDER BY l.user_id, l.config_id",
+    )
+    .bind(org_id)
+    .fetch_all(&mut *c)
+    .await?;
+    let mut out: std::collections::HashMap<String, Vec<IdpLink>> = std::collections::HashMap::new();
+    for (user_id, config_id, external_user_id, display_name) in rows {
+        out.entry(user_id).or_default().push(IdpLink { config_id, external_user_id, display_name });
+    }
+    Ok(out)
+}
+
+/// Every user of an organization, in id order.
+pub async fn list_by_org(c: &mut Conn, org_id: &str) -> Result<Vec<User>> {
+    let rows: Vec<Row> = sqlx::query_as(&format!("{SELECT} WHERE a.org_id = $1 ORDER BY a.user_id"))
+        .bind(org_id)
+        .fetch_all(&mut *c)
+        .await?;
+    Ok(rows.into_iter().map(User::from).collect())
+}
+
+/// Every user name key and id of the instance with its organization (for imports, which check
+/// thousands of names at once).
+pub async fn all_names(c: &mut Conn) -> Result<Vec<(String, String, String)>> {
+    Ok(sqlx::query_as("SELECT username_key, user_id, org_id FROM account").fetch_all(&mut *c).await?)
+}
+
+/// Inserts many users with one statement per hundred.
+pub async fn insert_many(c: &mut Conn, users: &[User]) -> Result<()> {
+    use super::query::Arg;
+    let rows = users
+        .iter()
+        .map(|u| {
+            let h = u.human().cloned().unwrap_or_default();
+            let m = u.machine().cloned().unwrap_or_default();
+            vec![
+                Arg::Text(u.user_id.clone()),
+                Arg::Text(u.org_id.clone()),
+                Arg::Int(u.user_type().number()),
+                Arg::Text(u.username.clone()),
+                Arg::Text(fold(&u.username)),
+                Arg::Int(u.state.number()),
+                Arg::Int(u.created_at),
+                Arg::Int(u.changed_at),
+                Arg::Text(h.first_name),
+                Arg::Text(h.last_name),
+                Arg::Text(h.nick_name),
+                Arg::Text(h.display_name),
+                Arg::Text(h.preferred_language),
+                Arg::Int(h.gender.number()),
+                Arg::Text(fold(&h.email)),
+                Arg::Text(h.email),
+                Arg::Int(flag(h.email_verified)),
+                Arg::Text(h.phone),
+                Arg::Int(flag(h.phone_verified)),
+                Arg::OptText(h.password_hash),
+                Arg::Int(flag(h.password_change_required)),
+                Arg::OptInt(h.password_changed_at),
+                Arg::Text(m.name),
+                Arg::Text(m.description),
+                Arg::Int(m.access_token_type.number()),
+                Arg::OptBytes(m.secret_digest),
+                Arg::OptBytes(h.otp_secret),
+            ]
+        })
+        .collect();
+    super::query::insert_rows(
+        c,
+        "INSERT INTO account (user_id, org_id, user_type, username, username_key, state, created_at, changed_at, \
+         first_name, last_name, nick_name, display_name, preferred_language, gender, email_key, email, \
+         email_verified, phone, phone_verified, password_hash, password_change_required, password_changed_at, \
+         machine_name, description, access_token_type, secret_digest, otp_secret) VALUES",
+        rows,
+        100,
+    )
+    .await
+}

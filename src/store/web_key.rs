@@ -1,0 +1,69 @@
+//! Signing keys. The private key is stored encrypted; this module only moves bytes.
+
+use sqlx::FromRow;
+
+use super::{Conn, Result};
+
+#[derive(Debug, Clone, FromRow)]
+pub struct WebKeyRow {
+    pub key_id: String,
+    pub generation: i64,
+    pub alg: String,
+    /// How the key was made (`rsa-2048`, `ecdsa-p256`, `ed25519`).
+    pub spec: String,
+    pub public_jwk: String,
+    pub private_key: Vec<u8>,
+    pub created_at: i64,
+    pub changed_at: i64,
+    /// When the key starts signing; `None` while it is only published.
+    pub activate_at: Option<i64>,
+}
+
+const SELECT: &str =
+    "SELECT key_id, generation, alg, spec, public_jwk, private_key, created_at, changed_at, activate_at FROM web_key";
+
+pub async fn list(c: &mut Conn) -> Result<Vec<WebKeyRow>> {
+    Ok(sqlx::query_as(&format!("{SELECT} ORDER BY generation")).fetch_all(&mut *c).await?)
+}
+
+/// Inserts a key. Fails with `Conflict` when another replica took the same generation.
+pub async fn insert(c: &mut Conn, k: &WebKeyRow) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO web_key (key_id, generation, alg, spec, public_jwk, private_key, created_at, changed_at, activate_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    )
+    .bind(&k.key_id)
+    .bind(k.generation)
+    .bind(&k.alg)
+    .bind(&k.spec)
+    .bind(&k.public_jwk)
+    .bind(k.private_key.clone())
+    .bind(k.created_at)
+    .bind(k.changed_at)
+    .bind(k.activate_at)
+    .execute(&mut *c)
+    .await?;
+    Ok(())
+}
+
+pub async fn max_generation(c: &mut Conn) -> Result<i64> {
+    let row: (Option<i64>,) = sqlx::query_as("SELECT MAX(generation) FROM web_key").fetch_one(&mut *c).await?;
+    Ok(row.0.unwrap_or(0))
+}
+
+/// Sets when a key starts signing. With `only_if_unscheduled`, a key that already has a time is
+/// left alone (two replicas scheduling at once agree on one time).
+pub async fn schedule(c: &mut Conn, key_id: &str, at: i64, now: i64, only_if_unscheduled: bool) -> Result<bool> {
+    let sql = if only_if_unscheduled {
+        "UPDATE web_key SET activate_at = $1, changed_at = $2 WHERE key_id = $3 AND activate_at IS NULL"
+    } else {
+        "UPDATE web_key SET activate_at = $1, changed_at = $2 WHERE key_id = $3"
+    };
+    let r = sqlx::query(sql).bind(at).bind(now).bind(key_id).execute(&mut *c).await?;
+    Ok(r.rows_affected() == 1)
+}
+
+pub async fn delete(c: &mut Conn, key_id: &str) -> Result<bool> {
+    let r = sqlx::query("DELETE FROM web_key WHERE key_id = $1").bind(key_id).execute(&mut *c).await?;
+    Ok(r.rows_affected() == 1)
+}

@@ -1,0 +1,196 @@
+//! Signing key management. A created key is published at once and signs only after it is
+//! activated (by this API or by the scheduled rotation). The active key cannot be deleted.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::api::error::ApiResult;
+use crate::api::types::ts;
+use crate::api::{ApiError, ApiJson, Caller};
+use crate::app::AppState;
+use crate::crypto::keys::KeySpec;
+use crate::domain::roles::Permission;
+use crate::keys::{KeyError, KeyState};
+use crate::store::web_key;
+
+fn key_error(e: KeyError) -> ApiError {
+    match e {
+        KeyError::Store(s) => s.into(),
+        other => ApiError::internal(other),
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebKeyView {
+    id: String,
+    creation_date: String,
+    change_date: String,
+    state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rsa: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ecdsa: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ed25519: Option<Value>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListResponse {
+    web_keys: Vec<WebKeyView>,
+}
+
+pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<ListResponse>> {
+    caller.require(Permission::WebKeyRead)?;
+    state.keys.reload().await.map_err(key_error)?;
+    let set = state.keys.current();
+    let now = state.clock.now();
+    let web_keys = set
+        .keys
+        .iter()
+        .map(|k| {
+            let (rsa, ecdsa, ed25519) = match k.spec.as_str() {
+                "ecdsa-p256" => (None, Some(json!({"curve": "ECDSA_CURVE_P256"})), None),
+                "ed25519" => (None, None, Some(json!({}))),
+                other => {
+                    let bits = other.trim_start_matches("rsa-");
+                    (Some(json!({"bits": format!("RSA_BITS_{bits}"), "hasher": "RSA_HASHER_SHA256"})), None, None)
+                }
+            };
+            WebKeyView {
+                id: k.key_id.clone(),
+                creation_date: ts(k.created_at),
+                change_date: ts(k.changed_at),
+                state: match set.state(k, now) {
+                    KeyState::Initial => "STATE_INITIAL",
+                    KeyState::Active => "STATE_ACTIVE",
+                    KeyState::Inactive => "STATE_INACTIVE",
+                },
+                rsa,
+                ecdsa,
+                ed25519,
+            }
+        })
+        .collect();
+    Ok(Json(ListResponse { web_keys }))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RsaInput {
+    bits: Option<String>,
+    hasher: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct EcdsaInput {
+    curve: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct CreateRequest {
+    rsa: Option<RsaInput>,
+    ecdsa: Option<EcdsaInput>,
+    ed25519: Option<Value>,
+}
+
+impl CreateRequest {
+    fn spec(&self) -> ApiResult<KeySpec> {
+        let chosen = [self.rsa.is_some(), self.ecdsa.is_some(), self.ed25519.is_some()].iter().filter(|b| **b).count();
+        if chosen > 1 {
+            return Err(ApiError::invalid("invalid CreateWebKeyRequest: choose one of rsa, ecdsa and ed25519"));
+        }
+        if let Some(r) = &self.rsa {
+            let bits = match r.bits.as_deref().unwrap_or("RSA_BITS_2048") {
+                "RSA_BITS_UNSPECIFIED" | "RSA_BITS_2048" => 2048,
+                "RSA_BITS_3072" => 3072,
+                "RSA_BITS_4096" => 4096,
+                other => {
+                    return Err(ApiError::invalid(format!(
+                        "invalid CreateWebKeyRequest.rsa.bits: unknown value '{other}'"
+                    )));
+                }
+            };
+            match r.hasher.as_deref().unwrap_or("RSA_HASHER_SHA256") {
+                "RSA_HASHER_UNSPECIFIED" | "RSA_HASHER_SHA256" => {}
+                other => {
+                    return Err(ApiError::invalid(format!(
+                        "invalid CreateWebKeyRequest.rsa.hasher: '{other}' is not supported; latch signs RSA keys with SHA-256 (RS256)"
+                    )));
+                }
+            }
+            return Ok(KeySpec::Rsa { bits });
+        }
+        if let Some(e) = &self.ecdsa {
+            return match e.curve.as_deref().unwrap_or("ECDSA_CURVE_P256") {
+                "ECDSA_CURVE_UNSPECIFIED" | "ECDSA_CURVE_P256" => Ok(KeySpec::EcP256),
+                other => Err(ApiError::invalid(format!(
+                    "invalid CreateWebKeyRequest.ecdsa.curve: '{other}' is not supported; latch offers P-256 (ES256)"
+                ))),
+            };
+        }
+        if self.ed25519.is_some() {
+            return Ok(KeySpec::Ed25519);
+        }
+        Ok(KeySpec::Rsa { bits: 2048 })
+    }
+}
+
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<CreateRequest>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Permission::WebKeyWrite)?;
+    let spec = req.spec()?;
+    let mut c = state.db.conn().await?;
+    let id = state.keys.create(&mut c, spec, None).await.map_err(key_error)?;
+    drop(c);
+    state.keys.reload().await.map_err(key_error)?;
+    Ok(Json(json!({"id": id, "creationDate": ts(state.clock.now())})))
+}
+
+pub async fn activate(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    caller.require(Permission::WebKeyWrite)?;
+    let now = state.clock.now();
+    let set = state.keys.current();
+    let key = set.keys.iter().find(|k| k.key_id == id);
+    match key {
+        None => return Err(ApiError::not_found("web key not found").with_id("WEBKEY-NotFound")),
+        Some(k) if set.state(k, now) == KeyState::Active => {}
+        Some(_) => {
+            let mut c = state.db.conn().await?;
+            if !web_key::schedule(&mut c, &id, now, now, false).await? {
+                return Err(ApiError::not_found("web key not found").with_id("WEBKEY-NotFound"));
+            }
+            drop(c);
+            state.keys.reload().await.map_err(key_error)?;
+        }
+    }
+    Ok(Json(json!({"changeDate": ts(now)})))
+}
+
+pub async fn remove(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    caller.require(Permission::WebKeyWrite)?;
+    state.keys.reload().await.map_err(key_error)?;
+    let now = state.clock.now();
+    let set = state.keys.current();
+    match set.keys.iter().find(|k| k.key_id == id) {
+        None => return Err(ApiError::not_found("web key not found").with_id("WEBKEY-NotFound")),
+        Some(k) if set.state(k, now) == KeyState::Active => {
+            return Err(ApiError::precondition("the active key cannot be deleted; activate another key first")
+                .with_id("WEBKEY-Active"));
+        }
+        Some(_) => {}
+    }
+    let mut c = state.db.conn().await?;
+    web_key::delete(&mut c, &id).await?;
+    drop(c);
+    state.keys.reload().await.map_err(key_error)?;
+    Ok(Json(json!({"deletionDate": ts(now)})))
+}

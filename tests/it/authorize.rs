@@ -1,0 +1,469 @@
+//! The authorization endpoint: every parameter and error, single sign-on, response modes.
+
+use serde_json::{Value, json};
+
+use crate::browser::{Browser, human, oidc_app, param, pkce};
+use crate::on_both;
+
+const CB: &str = "https://app.example.com/cb";
+
+fn code_query<'a>(client_id: &'a str, challenge: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        ("client_id", client_id),
+        ("redirect_uri", CB),
+        ("response_type", "code"),
+        ("scope", "openid profile email"),
+        ("state", "st-123"),
+        ("nonce", "n-456"),
+        ("code_challenge", challenge),
+        ("code_challenge_method", "S256"),
+    ]
+}
+
+on_both!(code_flow_sign_in_and_single_sign_on, |srv| {
+    let (client_id, _, _) = oidc_app(srv, json!({})).await;
+    human(srv, "alice", "Wonder-land1").await;
+    let (_, challenge) = pkce();
+    let b = Browser::new(srv);
+    let (id, page) = b.authorize(&code_query(&client_id, &challenge)).await;
+    let id = id.expect("sent to the login pages");
+    assert_eq!(page.status, 200);
+    assert!(page.html.contains("name=\"loginname\""));
+    assert_eq!(srv.count("auth_request").await, 1);
+    let done = b.sign_in(&id, &page, "alice", "Wonder-land1").await;
+    assert_eq!(done.status, 303, "{}", done.html);
+    assert!(done.location().starts_with(CB), "{}", done.location());
+    let p = done.redirect_params();
+    assert_eq!(param(&p, "state"), Some("st-123"));
+    assert_eq!(param(&p, "iss"), Some(srv.base.as_str()), "RFC 9207 iss");
+    assert_eq!(done.headers.get("referrer-policy").map(|v| v.to_str().unwrap()), Some("no-referrer"));
+    let code = param(&p, "code").expect("a code").to_string();
+    assert!(code.len() >= 43);
+    assert_eq!(srv.count("auth_request").await, 0, "the pending request is retired");
+    assert_eq!(srv.count("session").await, 1);
+    assert_eq!(srv.count("auth_code").await, 1);
+
+    // No CORS at the authorization endpoint (RFC 9700 2.6): neither for a request nor a preflight.
+    let query =
+        form_urlencoded::Serializer::new(String::new()).extend_pairs(code_query(&client_id, &challenge)).finish();
+    for method in ["GET", "OPTIONS"] {
+        let r = srv
+            .send(
+                method,
+                &format!("/oauth/v2/authorize?{query}"),
+                None,
+                &[("origin", "https://app.example.com"), ("access-control-request-method", "GET")],
+                None,
+            )
+            .await;
+        assert!(r.header("access-control-allow-origin").is_none(), "{method}: {:?}", r.headers);
+    }
+
+    // Single sign-on: the next request is answered at once, with a new code.
+    let again = b
+        .get(&format!(
+            "/oauth/v2/authorize?{}",
+            form_urlencoded::Serializer::new(String::new()).extend_pairs(code_query(&client_id, &challenge)).finish()
+        ))
+        .await;
+    assert_eq!(again.status, 303);
+    let p2 = again.redirect_params();
+    assert!(param(&p2, "code").is_some_and(|c| c != code));
+    // prompt=none with a session works too.
+    let mut q = code_query(&client_id, &challenge);
+    q.push(("prompt", "none"));
+    let (_, none) = b.authorize(&q).await;
+    assert!(param(&none.redirect_params(), "code").is_some());
+    // prompt=login asks again.
+    let mut q = code_query(&client_id, &challenge);
+    q.push(("prompt", "login"));
+    let (id, page) = b.authorize(&q).await;
+    assert!(id.is_some() && page.html.contains("loginname"));
+    // max_age=0 asks for the password of the signed-in user.
+    let mut q = code_query(&client_id, &challenge);
+    q.push(("max_age", "0"));
+    srv.clock.advance(1);
+    let (id, page) = b.authorize(&q).await;
+    assert!(id.is_some());
+    assert!(page.html.contains("name=\"password\""), "{}", page.html);
+    assert!(page.html.contains("alice@"), "the user is known");
+    // Another browser has no session.
+    let other = Browser::new(srv);
+    let mut q = code_query(&client_id, &challenge);
+    q.push(("prompt", "none"));
+    let (_, r) = other.authorize(&q).await;
+    let p = r.redirect_params();
+    assert_eq!(param(&p, "error"), Some("login_required"));
+    assert_eq!(param(&p, "state"), Some("st-123"));
+    assert_eq!(param(&p, "iss"), Some(srv.base.as_str()));
+});
+
+on_both!(errors_shown_on_a_page_never_redirected, |srv| {
+    let (client_id, _, _) = oidc_app(srv, json!({})).await;
+    let b = Browser::new(srv);
+    let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
+        (vec![("redirect_uri", CB), ("response_type", "code"), ("scope", "openid")], "client_id"),
+        (
+            vec![("client_id", "unknown"), ("redirect_uri", CB), ("response_type", "code"), ("scope", "openid")],
+            "unknown",
+        ),
+        (vec![("client_id", &client_id), ("response_type", "code"), ("scope", "openid")], "redirect_uri"),
+        (
+            vec![
+                ("client_id", &client_id),
+                ("redirect_uri", "https://app.example.com/cb/"),
+                ("response_type", "code"),
+                ("scope", "openid"),
+            ],
+            "not registered",
+        ),
+        (
+            vec![
+                ("client_id", &client_id),
+                ("redirect_uri", "https://APP.example.com/cb"),
+                ("response_type", "code"),
+                ("scope", "openid"),
+            ],
+            "not registered",
+        ),
+        (
+            vec![
+                ("client_id", &client_id),
+                ("redirect_uri", "https://app.example.com/cb?x=1"),
+                ("response_type", "code"),
+                ("scope", "openid"),
+            ],
+            "not registered",
+        ),
+        (
+            vec![
+                ("client_id", &client_id),
+                ("client_id", &client_id),
+                ("redirect_uri", CB),
+                ("response_type", "code"),
+                ("scope", "openid"),
+            ],
+            "repeated",
+        ),
+        (
+            vec![
+                ("client_id", &client_id),
+                ("redirect_uri", CB),
+                ("redirect_uri", CB),
+                ("response_type", "code"),
+                ("scope", "openid"),
+            ],
+            "repeated",
+        ),
+    ];
+    for (q, expect) in cases {
+        let (_, page) = b.authorize(&q).await;
+        assert_eq!(page.status, 400, "{q:?}: {}", page.html);
+        assert!(page.location.is_none(), "never redirected: {q:?}");
+        assert!(page.html.contains(expect), "{q:?} should mention {expect}: {}", page.html);
+        assert!(page.header("x-request-id").is_some_and(|id| page.html.contains(id)), "the page shows the request id");
+    }
+    // In the person's language: ui_locales, or else Accept-Language.
+    let (_, page) = b
+        .authorize(&[("client_id", "unknown"), ("redirect_uri", CB), ("response_type", "code"), ("ui_locales", "de")])
+        .await;
+    assert!(page.html.contains("Die Anwendung ist unbekannt oder deaktiviert."), "{}", page.html);
+    assert!(page.html.contains("lang=\"de\""), "{}", page.html);
+    let mut german = Browser::new(srv);
+    german.accept_language = Some("de-CH, en;q=0.5".into());
+    let (_, page) = german.authorize(&[("client_id", &client_id), ("redirect_uri", "https://evil.example/cb")]).await;
+    assert!(page.html.contains("nicht registriert"), "{}", page.html);
+    let (_, page) = german.authorize(&[("client_id", &client_id), ("client_id", &client_id)]).await;
+    assert!(page.html.contains("Der Parameter client_id kommt mehrfach vor."), "{}", page.html);
+    assert_eq!(srv.count("auth_request").await, 0);
+});
+
+on_both!(errors_redirected_to_the_client, |srv| {
+    let (client_id, _, _) = oidc_app(srv, json!({})).await;
+    let (public, _, _) = oidc_app(
+        srv,
+        json!({"name": "spa", "authMethodType": "OIDC_AUTH_METHOD_TYPE_NONE", "appType": "OIDC_APP_TYPE_USER_AGENT"}),
+    )
+    .await;
+    let (_, challenge) = pkce();
+    let b = Browser::new(srv);
+    let base = |c: &'static str| -> Vec<(&'static str, String)> {
+        vec![
+            ("redirect_uri", CB.into()),
+            ("response_type", c.into()),
+            ("scope", "openid".into()),
+            ("state", "s1".into()),
+        ]
+    };
+    type Case<'a> = (String, Vec<(&'a str, String)>, &'a str);
+    let cases: Vec<Case> = vec![
+        (
+            client_id.clone(),
+            vec![("redirect_uri", CB.into()), ("scope", "openid".into()), ("state", "s1".into())],
+            "invalid_request",
+        ),
+        (client_id.clone(), base("token"), "unsupported_response_type"),
+        (client_id.clone(), base("code id_token"), "unsupported_response_type"),
+        (client_id.clone(), base("id_token"), "unauthorized_client"),
+        (
+            client_id.clone(),
+            vec![
+                ("redirect_uri", CB.into()),
+                ("response_type", "code".into()),
+                ("scope", "profile".into()),
+                ("state", "s1".into()),
+            ],
+            "invalid_scope",
+        ),
+        (
+            client_id.clone(),
+            vec![("redirect_uri", CB.into()), ("response_type", "code".into()), ("state", "s1".into())],
+            "invalid_scope",
+        ),
+        (
+            client_id.clone(),
+            [base("code"), vec![("code_challenge", challenge.clone()), ("code_challenge_method", "plain".into())]]
+                .concat(),
+            "invalid_request",
+        ),
+        (client_id.clone(), [base("code"), vec![("code_challenge", challenge.clone())]].concat(), "invalid_request"),
+        (
+            client_id.clone(),
+            [base("code"), vec![("code_challenge", "short".into()), ("code_challenge_method", "S256".into())]].concat(),
+            "invalid_request",
+        ),
+        (client_id.clone(), [base("code"), vec![("state", "again".into())]].concat(), "invalid_request"),
+        (client_id.clone(), [base("code"), vec![("request", "eyJ...".into())]].concat(), "request_not_supported"),
+        (
+            client_id.clone(),
+            [base("code"), vec![("request_uri", "https://x/r".into())]].concat(),
+            "request_uri_not_supported",
+        ),
+        (client_id.clone(), [base("code"), vec![("max_age", "-1".into())]].concat(), "invalid_request"),
+        (client_id.clone(), [base("code"), vec![("max_age", "soon".into())]].concat(), "invalid_request"),
+        (client_id.clone(), [base("code"), vec![("prompt", "none login".into())]].concat(), "invalid_request"),
+        (client_id.clone(), [base("code"), vec![("prompt", "sometimes".into())]].concat(), "invalid_request"),
+        (client_id.clone(), [base("code"), vec![("id_token_hint", "not.a.token".into())]].concat(), "invalid_request"),
+        (client_id.clone(), [base("code"), vec![("nonce", "x".repeat(5000))]].concat(), "invalid_request"),
+        (public.clone(), base("code"), "invalid_request"),
+    ];
+    for (cid, q, expect) in cases {
+        let mut query: Vec<(&str, &str)> = vec![("client_id", &cid)];
+        query.extend(q.iter().map(|(k, v)| (*k, v.as_str())));
+        let (_, page) = b.authorize(&query).await;
+        assert_eq!(page.status, 303, "{query:?}: {}", page.html);
+        assert!(page.location().starts_with(CB), "{query:?}");
+        let mut p = page.redirect_params();
+        p.extend(page.fragment_params());
+        assert_eq!(param(&p, "error"), Some(expect), "{query:?} -> {p:?}");
+        assert!(param(&p, "error_description").is_some_and(|d| !d.is_empty()));
+        assert_eq!(param(&p, "iss"), Some(srv.base.as_str()));
+        let states = query.iter().filter(|(k, _)| *k == "state").count();
+        assert_eq!(param(&p, "state").is_some(), states == 1, "state comes back unless it was ambiguous: {query:?}");
+    }
+    assert_eq!(srv.count("auth_request").await, 0, "nothing was stored");
+    // The same request from a public client with PKCE is accepted.
+    let (id, _) = b
+        .authorize(&[
+            ("client_id", &public),
+            ("redirect_uri", CB),
+            ("response_type", "code"),
+            ("scope", "openid"),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+        ])
+        .await;
+    assert!(id.is_some());
+});
+
+fn decode_jwt(token: &str) -> Value {
+    use base64::Engine;
+    let payload = token.split('.').nth(1).unwrap();
+    serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
+}
+
+on_both!(implicit_flow_and_response_modes, |srv| {
+    let (client_id, _, project) = oidc_app(
+        srv,
+        json!({"name": "spa", "responseTypes": ["OIDC_RESPONSE_TYPE_CODE", "OIDC_RESPONSE_TYPE_ID_TOKEN", "OIDC_RESPONSE_TYPE_ID_TOKEN_TOKEN"],
+               "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_IMPLICIT"]}),
+    )
+    .await;
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    let b = Browser::new(srv);
+    let q = [
+        ("client_id", client_id.as_str()),
+        ("redirect_uri", CB),
+        ("response_type", "id_token token"),
+        ("scope", "openid profile email"),
+        ("nonce", "n-1"),
+        ("state", "s"),
+    ];
+    let (id, page) = b.authorize(&q).await;
+    let done = b.sign_in(&id.unwrap(), &page, "alice", "Wonder-land1").await;
+    assert_eq!(done.status, 303);
+    assert!(done.location().contains('#'), "fragment by default");
+    let f = done.fragment_params();
+    assert_eq!(param(&f, "token_type"), Some("Bearer"));
+    assert_eq!(param(&f, "state"), Some("s"));
+    assert_eq!(param(&f, "iss"), Some(srv.base.as_str()));
+    let at = param(&f, "access_token").unwrap();
+    let idt = param(&f, "id_token").unwrap();
+    let claims = decode_jwt(idt);
+    assert_eq!(claims["sub"], alice.as_str());
+    assert_eq!(claims["nonce"], "n-1");
+    assert_eq!(claims["iss"], srv.base.as_str());
+    assert_eq!(claims["aud"], json!([client_id, project]));
+    assert_eq!(claims["azp"], client_id.as_str());
+    assert_eq!(claims["at_hash"], latch::oauth::tokens::half_hash(at));
+    assert!(claims.get("email").is_none(), "with an access token, profile claims stay out of the ID token");
+    // The signature verifies with the published key.
+    let jwks: Value = reqwest::get(format!("{}/oauth/v2/keys", srv.base)).await.unwrap().json().await.unwrap();
+    let jwk: jsonwebtoken::jwk::Jwk = serde_json::from_value(jwks["keys"][0].clone()).unwrap();
+    let mut v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+    v.set_audience(&[client_id.as_str()]);
+    v.set_issuer(&[srv.base.as_str()]);
+    jsonwebtoken::decode::<Value>(idt, &jsonwebtoken::DecodingKey::from_jwk(&jwk).unwrap(), &v)
+        .expect("signed by latch");
+
+    // id_token alone carries the profile claims.
+    let (_, only) = b
+        .authorize(&[
+            ("client_id", client_id.as_str()),
+            ("redirect_uri", CB),
+            ("response_type", "id_token"),
+            ("scope", "openid profile email"),
+            ("nonce", "n-2"),
+        ])
+        .await;
+    let f = only.fragment_params();
+    assert!(param(&f, "access_token").is_none());
+    let claims = decode_jwt(param(&f, "id_token").unwrap());
+    assert_eq!(claims["email"], "alice@example.com");
+    assert_eq!(claims["preferred_username"], "alice@latch.127.0.0.1");
+    assert!(claims.get("at_hash").is_none());
+    // Implicit without a nonce is refused; query mode is never used for tokens.
+    let (_, r) = b
+        .authorize(&[
+            ("client_id", client_id.as_str()),
+            ("redirect_uri", CB),
+            ("response_type", "id_token"),
+            ("scope", "openid"),
+        ])
+        .await;
+    assert_eq!(param(&r.fragment_params(), "error"), Some("invalid_request"));
+    let (_, r) = b
+        .authorize(&[
+            ("client_id", client_id.as_str()),
+            ("redirect_uri", CB),
+            ("response_type", "id_token"),
+            ("scope", "openid"),
+            ("nonce", "n"),
+            ("response_mode", "query"),
+        ])
+        .await;
+    assert!(r.location().contains("#id_token="), "{}", r.location());
+
+    // form_post: a page that posts the parameters, with a hashed script and a no-script button.
+    let (_, fp) = b
+        .authorize(&[
+            ("client_id", client_id.as_str()),
+            ("redirect_uri", CB),
+            ("response_type", "code"),
+            ("scope", "openid"),
+            ("state", "fp"),
+            ("response_mode", "form_post"),
+        ])
+        .await;
+    assert_eq!(fp.status, 200, "{}", fp.html);
+    assert!(fp.html.contains("<form method=\"post\" action=\"https://app.example.com/cb\">"), "{}", fp.html);
+    assert!(crate::browser::field(&fp.html, "code").is_some());
+    assert_eq!(crate::browser::field(&fp.html, "state").as_deref(), Some("fp"));
+    assert!(crate::browser::field(&fp.html, "iss").is_some());
+    assert!(fp.html.contains("<noscript>"));
+    let csp = fp.header("content-security-policy").unwrap();
+    assert!(csp.contains("script-src 'sha256-") && csp.contains("form-action https://app.example.com"), "{csp}");
+    // An invalid response_mode is ignored.
+    let (_, r) = b
+        .authorize(&[
+            ("client_id", client_id.as_str()),
+            ("redirect_uri", CB),
+            ("response_type", "code"),
+            ("scope", "openid"),
+            ("response_mode", "carrier_pigeon"),
+        ])
+        .await;
+    assert!(param(&r.redirect_params(), "code").is_some());
+});
+
+on_both!(hints_select_the_session, |srv| {
+    let (client_id, _, _) = oidc_app(
+        srv,
+        json!({"responseTypes": ["OIDC_RESPONSE_TYPE_CODE", "OIDC_RESPONSE_TYPE_ID_TOKEN"], "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_IMPLICIT"]}),
+    )
+    .await;
+    human(srv, "alice", "Wonder-land1").await;
+    let bob = human(srv, "bob", "Builder-b0b!").await;
+    let b = Browser::new(srv);
+    let q = |extra: Vec<(&'static str, String)>| {
+        let mut v: Vec<(&'static str, String)> = vec![
+            ("client_id", client_id.clone()),
+            ("redirect_uri", CB.into()),
+            ("response_type", "id_token".into()),
+            ("scope", "openid".into()),
+            ("nonce", "n".into()),
+        ];
+        v.extend(extra);
+        v
+    };
+    for (name, pw) in [("alice", "Wonder-land1"), ("bob", "Builder-b0b!")] {
+        let qq = q(vec![("prompt", "login".into())]);
+        let (id, page) = b.authorize(&pairs(&qq)).await;
+        let done = b.sign_in(&id.unwrap(), &page, name, pw).await;
+        assert_eq!(done.status, 303);
+    }
+    assert_eq!(srv.count("session").await, 2, "two users in one browser");
+    // Without a hint, the person chooses.
+    let qq = q(vec![]);
+    let (id, page) = b.authorize(&pairs(&qq)).await;
+    assert!(id.is_some() && page.html.contains("alice@") && page.html.contains("bob@"), "{}", page.html);
+    // prompt=none cannot choose.
+    let qq = q(vec![("prompt", "none".into())]);
+    let (_, r) = b.authorize(&pairs(&qq)).await;
+    assert_eq!(param(&r.fragment_params(), "error"), Some("interaction_required"));
+    // login_hint picks bob.
+    let qq = q(vec![("prompt", "none".into()), ("login_hint", "bob".into())]);
+    let (_, r) = b.authorize(&pairs(&qq)).await;
+    let f = r.fragment_params();
+    let idt = param(&f, "id_token").expect("answered at once").to_string();
+    let claims = {
+        use base64::Engine;
+        let v: Value = serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(idt.split('.').nth(1).unwrap()).unwrap(),
+        )
+        .unwrap();
+        v
+    };
+    assert_eq!(claims["sub"], bob.as_str());
+    // id_token_hint picks the same subject.
+    let qq = q(vec![("prompt", "none".into()), ("id_token_hint", idt.clone())]);
+    let (_, r) = b.authorize(&pairs(&qq)).await;
+    assert!(param(&r.fragment_params(), "id_token").is_some());
+    // A hint for someone without a session: login_required.
+    let qq = q(vec![("prompt", "none".into()), ("login_hint", "carol".into())]);
+    let (_, r) = b.authorize(&pairs(&qq)).await;
+    assert_eq!(param(&r.fragment_params(), "error"), Some("login_required"));
+    // select_account lists the sessions and offers another account.
+    let qq = q(vec![("prompt", "select_account".into())]);
+    let (id, page) = b.authorize(&pairs(&qq)).await;
+    let id = id.unwrap();
+    assert!(page.html.contains("/other"));
+    let bob_session = crate::browser::field(&page.html, "session").unwrap();
+    let chosen = b.post(&format!("/ui/login/{id}/select"), &[("csrf", &page.csrf()), ("session", &bob_session)]).await;
+    assert_eq!(chosen.status, 303, "{}", chosen.html);
+    assert!(param(&chosen.fragment_params(), "id_token").is_some());
+});
+
+fn pairs<'a>(v: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    v.iter().map(|(k, s)| (*k, s.as_str())).collect()
+}

@@ -1,0 +1,89 @@
+//! The first start, a second start, and replicas starting together.
+
+use serde_json::json;
+
+use crate::harness::{Backend, TestServer};
+use crate::on_both;
+
+on_both!(first_start_creates_org_admins_pat_and_key, |srv| {
+    // The PAT file exists, is private, and authenticates the machine administrator.
+    let meta = std::fs::metadata(&srv.settings.first_instance.pat_path).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    }
+    let org = srv.get("/management/v1/orgs/me").await;
+    let org = org.ok()["org"].clone();
+    assert_eq!(org["name"], "latch");
+    assert_eq!(org["primaryDomain"], "latch.127.0.0.1");
+    let users = srv.post("/management/v1/users/_search", json!({"query": {"asc": true}})).await;
+    let users = users.ok()["result"].as_array().unwrap().clone();
+    let names: Vec<_> = users.iter().map(|u| u["userName"].as_str().unwrap().to_string()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.contains(&"admin".to_string()) && names.contains(&"latch-admin-sa".to_string()));
+    let admin = users.iter().find(|u| u["userName"] == "admin").unwrap();
+    assert_eq!(admin["preferredLoginName"], "admin@latch.127.0.0.1");
+    assert_eq!(admin["human"]["email"]["isEmailVerified"], true);
+    // Both administrators hold IAM_OWNER and ORG_OWNER.
+    let iam = srv.post("/admin/v1/members/_search", json!({})).await;
+    let iam = iam.ok()["result"].as_array().unwrap().clone();
+    assert_eq!(iam.len(), 2);
+    assert!(iam.iter().all(|m| m["roles"] == json!(["IAM_OWNER"])));
+    let orgm = srv.post("/management/v1/orgs/me/members/_search", json!({})).await;
+    assert_eq!(orgm.ok()["result"].as_array().unwrap().len(), 2);
+    assert_eq!(srv.count("web_key").await, 1);
+    assert!(srv.state.keys.active().is_some());
+    // The admin's password verifies and must be changed at first sign-in.
+    let mut c = srv.state.db.conn().await.unwrap();
+    let u = latch::store::user::get_by_username(&mut c, "admin").await.unwrap().unwrap();
+    let h = u.human().unwrap();
+    assert!(h.password_change_required);
+    assert!(
+        latch::crypto::password::PasswordHasher::verify_blocking("Admin-Passw0rd!", h.password_hash.as_ref().unwrap())
+            .unwrap()
+    );
+});
+
+async fn second_start_changes_nothing(backend: Backend) {
+    let srv = TestServer::start(backend).await;
+    let tables = ["org", "org_domain", "account", "member", "pat", "web_key", "setting", "instance"];
+    let mut before = Vec::new();
+    for t in tables {
+        before.push(srv.count(t).await);
+    }
+    let kid = srv.state.keys.active().unwrap().key_id.clone();
+    let pat_before = std::fs::read_to_string(&srv.settings.first_instance.pat_path).unwrap();
+    // Start a second time on the same store.
+    let again = latch::app::start(srv.settings.clone(), srv.clock.clone()).await.unwrap();
+    assert!(again.first_start.is_none());
+    let mut after = Vec::new();
+    for t in tables {
+        after.push(srv.count(t).await);
+    }
+    assert_eq!(before, after);
+    assert_eq!(again.state.keys.active().unwrap().key_id, kid);
+    assert_eq!(std::fs::read_to_string(&srv.settings.first_instance.pat_path).unwrap(), pat_before);
+    again.state.db.close().await;
+    srv.stop().await;
+}
+
+#[tokio::test]
+async fn second_start_changes_nothing_sqlite() {
+    second_start_changes_nothing(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn second_start_changes_nothing_postgres() {
+    second_start_changes_nothing(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_wrong_master_key_stops_start_up_with_a_clear_error() {
+    let srv = TestServer::start(Backend::Sqlite).await;
+    let mut settings = srv.settings.clone();
+    settings.masterkey = Some([9u8; 32]);
+    let err = latch::app::start(settings, srv.clock.clone()).await.err().expect("start fails").to_string();
+    assert!(err.contains("master key"), "{err}");
+    srv.stop().await;
+}

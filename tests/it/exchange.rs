@@ -1,0 +1,127 @@
+//! Token exchange (RFC 8693).
+
+use serde_json::json;
+
+use crate::browser::{Browser, human, oidc_app};
+use crate::on_both;
+use crate::token::{claims, code_for, token};
+
+const CB: &str = "https://app.example.com/cb";
+const TE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const AT: &str = "urn:ietf:params:oauth:token-type:access_token";
+
+on_both!(token_exchange, |srv| {
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    let bob = human(srv, "bob", "Builder-b0b!").await;
+    let te_app = json!({"accessTokenType": "OIDC_TOKEN_TYPE_JWT", "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
+    let (client_id, secret, project) = oidc_app(srv, te_app).await;
+    let secret = secret.unwrap();
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid profile offline_access").await;
+    let t = token(
+        srv,
+        Some((&client_id, &secret)),
+        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
+    )
+    .await;
+    let subject = t.ok()["access_token"].as_str().unwrap().to_string();
+    let exchange = |extra: Vec<(&'static str, String)>| {
+        let (cid, sec) = (client_id.clone(), secret.clone());
+        async move {
+            let mut form: Vec<(&str, String)> = vec![("grant_type", TE.into())];
+            form.extend(extra);
+            let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            token(srv, Some((&cid, &sec)), &pairs).await
+        }
+    };
+    let basic = || vec![("subject_token", subject.clone()), ("subject_token_type", AT.to_string())];
+    // Off until the feature is on.
+    exchange(basic()).await.err(400, "unsupported_grant_type");
+    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
+    // The default: an opaque access token for the same subject and audience.
+    let r = exchange(basic()).await;
+    let body = r.ok().clone();
+    assert_eq!(body["issued_token_type"], AT);
+    assert_eq!(body["token_type"], "Bearer");
+    assert!(!body["access_token"].as_str().unwrap().contains('.'));
+    assert!(body["refresh_token"].is_string(), "offline_access gives a refresh token");
+    assert!(body["id_token"].is_string(), "openid gives an ID token");
+    // A JWT, a narrower scope, a subset of the audience.
+    let mut form = basic();
+    form.extend([
+        ("requested_token_type", "urn:ietf:params:oauth:token-type:jwt".to_string()),
+        ("scope", "openid".into()),
+        ("audience", project.clone()),
+    ]);
+    let r = exchange(form).await;
+    let c = claims(r.ok()["access_token"].as_str().unwrap());
+    assert_eq!(c["sub"], alice.as_str());
+    assert_eq!(c["aud"], json!([project]));
+    assert_eq!(c["scope"], "openid");
+    assert_eq!(r.body["issued_token_type"], "urn:ietf:params:oauth:token-type:jwt");
+    // An ID token as the result.
+    let mut form = basic();
+    form.push(("requested_token_type", "urn:ietf:params:oauth:token-type:id_token".into()));
+    let r = exchange(form).await;
+    assert_eq!(r.ok()["token_type"], "N_A");
+    assert_eq!(claims(r.body["access_token"].as_str().unwrap())["sub"], alice.as_str());
+    // Errors.
+    let mut f = basic();
+    f.push(("audience", "someone-else".into()));
+    exchange(f).await.err(400, "invalid_target");
+    let mut f = basic();
+    f.push(("resource", "https://api.example.com".into()));
+    exchange(f).await.err(400, "invalid_target");
+    let mut f = basic();
+    f.push(("scope", "openid email".into()));
+    exchange(f).await.err(400, "invalid_scope");
+    exchange(vec![
+        ("subject_token", subject.clone()),
+        ("subject_token_type", "urn:ietf:params:oauth:token-type:refresh_token".into()),
+    ])
+    .await
+    .err(400, "invalid_request");
+    exchange(vec![("subject_token", "garbage".into()), ("subject_token_type", AT.into())])
+        .await
+        .err(400, "invalid_grant");
+    exchange(vec![
+        ("subject_token", bob.clone()),
+        ("subject_token_type", "urn:service:params:oauth:token-type:user_id".into()),
+    ])
+    .await
+    .err(400, "invalid_request");
+    exchange(vec![("subject_token", subject.clone())]).await.err(400, "invalid_request");
+    // Impersonation: alice acts as bob.
+    let imp = |actor: String| {
+        vec![
+            ("subject_token", bob.clone()),
+            ("subject_token_type", "urn:service:params:oauth:token-type:user_id".to_string()),
+            ("actor_token", actor),
+            ("actor_token_type", AT.to_string()),
+        ]
+    };
+    exchange(imp(subject.clone())).await.err(400, "access_denied");
+    srv.put("/admin/v1/policies/security", json!({"enableImpersonation": true})).await.ok();
+    exchange(imp(subject.clone())).await.err(400, "access_denied");
+    srv.post("/management/v1/orgs/me/members", json!({"userId": alice, "roles": ["ORG_END_USER_IMPERSONATOR"]}))
+        .await
+        .ok();
+    let r = exchange(imp(subject.clone())).await;
+    let mut form = imp(subject.clone());
+    form.push(("requested_token_type", "urn:ietf:params:oauth:token-type:jwt".into()));
+    let jwt = exchange(form).await;
+    let c = claims(jwt.ok()["access_token"].as_str().unwrap());
+    assert_eq!(c["sub"], bob.as_str());
+    assert_eq!(c["act"]["sub"], alice.as_str());
+    assert_eq!(c["act"]["iss"], srv.base.as_str());
+    r.ok();
+    // A client without the grant type may not exchange.
+    let (plain, plain_secret, _) = oidc_app(srv, json!({"name": "plain"})).await;
+    token(
+        srv,
+        Some((&plain, plain_secret.as_deref().unwrap())),
+        &[("grant_type", TE), ("subject_token", &subject), ("subject_token_type", AT)],
+    )
+    .await
+    .err(400, "unauthorized_client");
+});

@@ -1,0 +1,411 @@
+//! Faults: the database going away under load, and the server killed in the middle of an
+//! import. The real binary runs against a PostgreSQL server of the test's own (initdb into a
+//! temporary directory, a free port), so stopping it disturbs no other test.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::browser::{Browser, param, pkce};
+use crate::process::{LatchProcess, base_env, call, free_port, post_form};
+
+const KEY: &str = "MasterkeyNeedsToHave32Characters";
+const CB: &str = "https://app.example.com/cb";
+
+/// A PostgreSQL 15 server of the test's own.
+struct PrivatePg {
+    dir: tempfile::TempDir,
+    port: u16,
+    bin: PathBuf,
+}
+
+fn pg_bin() -> PathBuf {
+    let base = PathBuf::from("/usr/lib/postgresql");
+    let mut versions: Vec<PathBuf> = std::fs::read_dir(&base)
+        .expect("PostgreSQL server binaries in /usr/lib/postgresql")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    versions.sort();
+    versions.pop().expect("a PostgreSQL version").join("bin")
+}
+
+/// Runs a PostgreSQL tool, as the `postgres` user when the test runs as root (initdb and the
+/// server refuse to run as root).
+fn pg_tool(bin: &std::path::Path, tool: &str, args: &[&str]) -> std::process::Output {
+    let root = unsafe_is_root();
+    let mut cmd = if root {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(bin.join(tool));
+        c
+    } else {
+        Command::new(bin.join(tool))
+    };
+    cmd.args(args).output().expect("a PostgreSQL tool runs")
+}
+
+fn unsafe_is_root() -> bool {
+    Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
+}
+
+impl PrivatePg {
+    fn start() -> PrivatePg {
+        let bin = pg_bin();
+        let dir = tempfile::tempdir().unwrap();
+        if unsafe_is_root() {
+            Command::new("chown").args(["-R", "postgres:postgres"]).arg(dir.path()).status().unwrap();
+        }
+        let data = dir.path().join("data");
+        let out =
+            pg_tool(&bin, "initdb", &["-D", data.to_str().unwrap(), "-U", "postgres", "-A", "trust", "--no-sync"]);
+        assert!(out.status.success(), "initdb: {}", String::from_utf8_lossy(&out.stderr));
+        let pg = PrivatePg { dir, port: free_port(), bin };
+        pg.up();
+        let out =
+            pg_tool(&pg.bin, "createdb", &["-h", "127.0.0.1", "-p", &pg.port.to_string(), "-U", "postgres", "latch"]);
+        assert!(out.status.success(), "createdb: {}", String::from_utf8_lossy(&out.stderr));
+        pg
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/latch", self.port)
+    }
+
+    fn up(&self) {
+        let data = self.dir.path().join("data");
+        let opts =
+            format!("-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off", self.port, self.dir.path().display());
+        let log = self.dir.path().join("pg.log");
+        let out = pg_tool(
+            &self.bin,
+            "pg_ctl",
+            &["-D", data.to_str().unwrap(), "-o", &opts, "-l", log.to_str().unwrap(), "-w", "-t", "30", "start"],
+        );
+        assert!(out.status.success(), "pg_ctl start: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    fn down(&self) {
+        let data = self.dir.path().join("data");
+        let out = pg_tool(&self.bin, "pg_ctl", &["-D", data.to_str().unwrap(), "-m", "fast", "-w", "stop"]);
+        assert!(out.status.success(), "pg_ctl stop: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+impl Drop for PrivatePg {
+    fn drop(&mut self) {
+        let data = self.dir.path().join("data");
+        let _ = pg_tool(&self.bin, "pg_ctl", &["-D", data.to_str().unwrap(), "-m", "immediate", "-w", "stop"]);
+    }
+}
+
+async fn start_latch(url: &str) -> (LatchProcess, tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut p = LatchProcess::spawn(dir.path(), &base_env(port, url, KEY), port);
+    p.wait_ready().await;
+    let pat = std::fs::read_to_string(dir.path().join("data/admin.pat")).unwrap().trim().to_string();
+    (p, dir, pat)
+}
+
+/// Signs alice in through the login pages of `base` and returns (code, PKCE verifier).
+async fn code_for(base: &str, client_id: &str) -> (String, String) {
+    let browser = Browser::at(base);
+    let (verifier, challenge) = pkce();
+    let q = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs([
+            ("client_id", client_id),
+            ("redirect_uri", CB),
+            ("response_type", "code"),
+            ("scope", "openid offline_access"),
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+        ])
+        .finish();
+    let first = browser.get(&format!("{base}/oauth/v2/authorize?{q}")).await;
+    let login = first.location().to_string();
+    let id = Browser::request_id(&login);
+    let page = browser.get(&format!("{base}{login}")).await;
+    let pw = browser
+        .post(&format!("{base}/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "alice")])
+        .await;
+    let done = browser
+        .post(&format!("{base}/ui/login/{id}/password"), &[("csrf", &pw.csrf()), ("password", "Wonder-land1")])
+        .await;
+    (param(&done.redirect_params(), "code").expect("a code").to_string(), verifier)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_restart_under_load_is_survived() {
+    let pg = PrivatePg::start();
+    let (latch, _dir, pat) = start_latch(&pg.url()).await;
+    let base = latch.base.clone();
+
+    // A web application, a user, a machine user for the load.
+    let project = call(&base, &pat, "POST", "/management/v1/projects", json!({"name": "p"})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let app = call(
+        &base,
+        &pat,
+        "POST",
+        &format!("/management/v1/projects/{project}/apps/oidc"),
+        json!({"name": "web", "redirectUris": [CB],
+               "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN"]}),
+    )
+    .await;
+    let (client_id, secret) =
+        (app["clientId"].as_str().unwrap().to_string(), app["clientSecret"].as_str().unwrap().to_string());
+    let user = call(
+        &base,
+        &pat,
+        "POST",
+        "/management/v1/users/human",
+        json!({"userName": "alice", "profile": {"firstName": "A", "lastName": "L"},
+               "email": {"email": "a@example.com", "isEmailVerified": true}}),
+    )
+    .await;
+    let uid = user["userId"].as_str().unwrap().to_string();
+    call(
+        &base,
+        &pat,
+        "POST",
+        &format!("/management/v1/users/{uid}/password"),
+        json!({"password": "Wonder-land1", "noChangeRequired": true}),
+    )
+    .await;
+    let robot =
+        call(&base, &pat, "POST", "/management/v1/users/machine", json!({"userName": "robot", "name": "robot"})).await;
+    let robot_id = robot["userId"].as_str().unwrap().to_string();
+    let robot_secret =
+        call(&base, &pat, "PUT", &format!("/management/v1/users/{robot_id}/secret"), json!({})).await["clientSecret"]
+            .as_str()
+            .unwrap()
+            .to_string();
+
+    // Issued before the outage: a code not yet exchanged, and a refresh token.
+    let (code, verifier) = code_for(&base, &client_id).await;
+    let (code2, verifier2) = code_for(&base, &client_id).await;
+    let token_url = format!("{base}/oauth/v2/token");
+    let (s, t) = post_form(
+        &token_url,
+        (&client_id, &secret),
+        &[("grant_type", "authorization_code"), ("code", &code2), ("redirect_uri", CB), ("code_verifier", &verifier2)],
+    )
+    .await;
+    assert_eq!(s, 200, "{t}");
+    let refresh = t["refresh_token"].as_str().unwrap().to_string();
+
+    // Load: client_credentials in a loop, counting answers by status and the slowest one.
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ok, unavailable, other, slowest_ms) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+    );
+    let mut load = Vec::new();
+    for _ in 0..4 {
+        let (stop, ok, unavailable, other, slowest_ms) =
+            (stop.clone(), ok.clone(), unavailable.clone(), other.clone(), slowest_ms.clone());
+        let (url, secret) = (token_url.clone(), robot_secret.clone());
+        load.push(tokio::spawn(async move {
+            let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                let t0 = Instant::now();
+                let r = client
+                    .post(&url)
+                    .basic_auth("robot", Some(&secret))
+                    .form(&[("grant_type", "client_credentials"), ("scope", "openid")])
+                    .send()
+                    .await;
+                slowest_ms.fetch_max(t0.elapsed().as_millis() as u64, Ordering::Relaxed);
+                match r.map(|r| r.status().as_u16()) {
+                    Ok(200) => ok.fetch_add(1, Ordering::Relaxed),
+                    Ok(503) => unavailable.fetch_add(1, Ordering::Relaxed),
+                    _ => other.fetch_add(1, Ordering::Relaxed),
+                };
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(ok.load(Ordering::Relaxed) > 0, "the load runs");
+
+    // The database goes away: latch says so (not ready, 503) instead of hanging or failing hard.
+    pg.down();
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
+    let mut not_ready_after = None;
+    let down_at = Instant::now();
+    for _ in 0..100 {
+        let r = client.get(format!("{base}/readyz")).send().await.unwrap();
+        if r.status() == 503 {
+            not_ready_after = Some(down_at.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let not_ready_after = not_ready_after.expect("readyz turns 503 while the database is down");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let t0 = Instant::now();
+    let r = client
+        .post(&token_url)
+        .basic_auth("robot", Some(&robot_secret))
+        .form(&[("grant_type", "client_credentials")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503, "{}", r.text().await.unwrap());
+    assert!(t0.elapsed() < Duration::from_secs(5), "answered, not hung: {:?}", t0.elapsed());
+    let r = client.get(format!("{base}/management/v1/orgs/me")).bearer_auth(&pat).send().await.unwrap();
+    assert_eq!(r.status(), 503);
+
+    // It comes back: ready and answering within 5 s of the database's return.
+    pg.up();
+    let up_at = Instant::now();
+    let mut recovered = None;
+    while up_at.elapsed() < Duration::from_secs(10) {
+        let ready = client.get(format!("{base}/readyz")).send().await.is_ok_and(|r| r.status() == 200);
+        let token = client
+            .post(&token_url)
+            .basic_auth("robot", Some(&robot_secret))
+            .form(&[("grant_type", "client_credentials")])
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 200);
+        if ready && token {
+            recovered = Some(up_at.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let recovered = recovered.expect("latch recovers after the database is back");
+    assert!(recovered < Duration::from_secs(5), "recovered in {recovered:?}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, Ordering::Relaxed);
+    for l in load {
+        l.await.unwrap();
+    }
+    let (ok, unavailable, other, slowest) = (
+        ok.load(Ordering::Relaxed),
+        unavailable.load(Ordering::Relaxed),
+        other.load(Ordering::Relaxed),
+        slowest_ms.load(Ordering::Relaxed),
+    );
+    println!(
+        "database restart: not ready after {not_ready_after:?}, recovered {recovered:?} after the database returned; \
+         load: {ok} ok, {unavailable} 503, {other} other, slowest {slowest} ms"
+    );
+    assert_eq!(other, 0, "only 200 and 503 during the outage");
+    assert!(unavailable > 0, "the outage was seen");
+    assert!(slowest < 10_000, "no request hung: slowest {slowest} ms");
+
+    // Nothing issued before the outage was lost.
+    let (s, t) = post_form(
+        &token_url,
+        (&client_id, &secret),
+        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
+    )
+    .await;
+    assert_eq!(s, 200, "the code from before the outage: {t}");
+    let (s, t) =
+        post_form(&token_url, (&client_id, &secret), &[("grant_type", "refresh_token"), ("refresh_token", &refresh)])
+            .await;
+    assert_eq!(s, 200, "the refresh token from before the outage: {t}");
+    drop(latch);
+}
+
+/// An export document of `orgs` organizations of `users` users each.
+fn document(orgs: usize, users: usize) -> Value {
+    let orgs: Vec<Value> = (0..orgs)
+        .map(|o| {
+            let humans: Vec<Value> = (0..users)
+                .map(|u| {
+                    json!({"userId": format!("k{o}-{u}"), "user": {"userName": format!("k{o}-user{u}"),
+                        "profile": {"firstName": "K", "lastName": "Ill"},
+                        "email": {"email": format!("k{o}-{u}@example.com"), "isEmailVerified": true},
+                        "hashedPassword": {"value": "$2b$10$JyDM8jzGYVTdDzZaPAQ2Lu2uZ7xFA3dgQNoHGblMmpkkeIfG2GEYa"}}})
+                })
+                .collect();
+            json!({"orgId": format!("kill-{o}"), "org": {"name": format!("Kill {o}")}, "humanUsers": humans,
+                   "projects": [{"projectId": format!("kp-{o}"), "project": {"name": "P"}}],
+                   "userGrants": [{"userId": format!("k{o}-0"), "projectId": format!("kp-{o}")}]})
+        })
+        .collect();
+    json!({"orgs": orgs})
+}
+
+async fn user_count(url: &str, org: &str) -> i64 {
+    let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(url).await.unwrap();
+    let (n,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM account WHERE org_id = $1").bind(org).fetch_one(&mut c).await.unwrap();
+    n
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_during_an_import_leaves_whole_organizations() {
+    let pg = PrivatePg::start();
+    let (orgs, users) = (12, 3000);
+    let body = json!({"data_orgsv1": document(orgs, users).to_string()}).to_string();
+    let (mut latch, dir, pat) = start_latch(&pg.url()).await;
+    let url = format!("{}/admin/v1/import", latch.base);
+    let (pat2, body2) = (pat.clone(), body.clone());
+    let import = tokio::spawn(async move {
+        reqwest::Client::new()
+            .post(url)
+            .bearer_auth(pat2)
+            .header("content-type", "application/json")
+            .body(body2)
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+    });
+    // Kill -9 once some organizations are in (and before all are).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let done = user_count(&pg.url(), "kill-1").await;
+        if done > 0 || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    latch.child.kill().unwrap();
+    latch.child.wait().unwrap();
+    assert!(import.await.unwrap().is_err(), "the import did not finish before the kill");
+    let mut whole = 0;
+    for o in 0..orgs {
+        let n = user_count(&pg.url(), &format!("kill-{o}")).await;
+        assert!(n == 0 || n == users as i64, "organization {o} has {n} of {users} users");
+        whole += usize::from(n > 0);
+    }
+    assert!(whole > 0 && whole < orgs, "killed in the middle: {whole} of {orgs} organizations were in");
+
+    // Started again, the same import completes what is missing and skips what is there.
+    let port = free_port();
+    let mut again = LatchProcess::spawn(dir.path(), &base_env(port, &pg.url(), KEY), port);
+    again.wait_ready().await;
+    let r = reqwest::Client::new()
+        .post(format!("{}/admin/v1/import", again.base))
+        .bearer_auth(&pat)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let report: Value = r.json().await.unwrap();
+    assert_eq!(report["errors"], json!([]), "{}", report["errors"]);
+    let created =
+        report["success"]["orgs"].as_array().unwrap().iter().filter(|o| o.get("humanUserIds").is_some()).count();
+    assert_eq!(created, orgs - whole, "only the missing organizations were imported");
+    for o in 0..orgs {
+        assert_eq!(user_count(&pg.url(), &format!("kill-{o}")).await, users as i64);
+    }
+    println!(
+        "kill -9 during an import: {whole} of {orgs} organizations were whole, the rest absent; the re-run added {created}"
+    );
+}

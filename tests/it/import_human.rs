@@ -1,0 +1,298 @@
+//! Importing human users with their password hashes and TOTP secrets, then signing them in.
+
+use serde_json::{Value, json};
+
+use crate::browser::{Browser, oidc_app, param, pkce};
+use crate::harness::TestServer;
+use crate::on_both;
+
+const CB: &str = "https://app.example.com/cb";
+/// Keycloak 26 `offline-test-user` (pbkdf2-sha256, 64-byte key): password2.
+pub const KEYCLOAK_PBKDF2: &str = "$pbkdf2-sha256$27500$rEIJDbs+BQqpx31v8mONWA==$kNwotFPNeuwelpT1HWt+E4ONXFK6wjd+h0zbzNBRGwOqacAjeY7vYN9QZQ46DlEKSdn04cEU/3RvX8WPcRegxg==";
+/// Keycloak 26 argon2 user `jane.doe`: secret.
+pub const KEYCLOAK_ARGON2: &str =
+    "$argon2id$v=19$m=7168,t=5,p=1$LRScGShC7shkdoU5B1UgUQ$xKjWvB9+0sSP6wTqI1JoEI7w+iA0x9VDhPgmrOHRG80";
+/// Auth0 bcrypt export line 2: password2.
+pub const AUTH0_BCRYPT: &str = "$2b$10$JyDM8jzGYVTdDzZaPAQ2Lu2uZ7xFA3dgQNoHGblMmpkkeIfG2GEYa";
+
+fn record(name: &str, hash: Option<&str>, verified: bool) -> Value {
+    let mut r = json!({"userName": name, "profile": {"firstName": name, "lastName": "Imported"},
+                       "email": {"email": format!("{name}@example.com"), "isEmailVerified": verified}});
+    if let Some(h) = hash {
+        r["hashedPassword"] = json!({"value": h});
+    }
+    r
+}
+
+pub async fn sign_in_with(srv: &TestServer, login: &str, password: &str) -> crate::browser::Page {
+    let (client_id, _, _) = oidc_app(srv, json!({"name": format!("a{}", latch::id::new_id())})).await;
+    let b = Browser::new(srv);
+    let (_, challenge) = pkce();
+    let (id, page) = b
+        .authorize(&[
+            ("client_id", &client_id),
+            ("redirect_uri", CB),
+            ("response_type", "code"),
+            ("scope", "openid"),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+        ])
+        .await;
+    b.sign_in(&id.unwrap(), &page, login, password).await
+}
+
+async fn stored_hash(srv: &TestServer, name: &str) -> String {
+    let mut c = srv.state.db.conn().await.unwrap();
+    let u = latch::store::user::get_by_username(&mut c, name).await.unwrap().unwrap();
+    u.human().unwrap().password_hash.clone().unwrap()
+}
+
+on_both!(imported_hashes_sign_in_and_are_rehashed, |srv| {
+    for (name, hash, password) in [
+        ("kc-pbkdf2", KEYCLOAK_PBKDF2, "password2"),
+        ("kc-argon2", KEYCLOAK_ARGON2, "secret"),
+        ("auth0", AUTH0_BCRYPT, "password2"),
+    ] {
+        let r = srv.post("/management/v1/users/human/_import", record(name, Some(hash), true)).await;
+        assert!(r.ok()["userId"].is_string());
+        assert!(r.body["details"]["creationDate"].is_string());
+        assert_eq!(stored_hash(srv, name).await, hash, "kept as imported");
+        let wrong = sign_in_with(srv, name, "not-it").await;
+        assert!(wrong.html.contains("The login name or the password is wrong."), "{name}");
+        let ok = sign_in_with(srv, name, password).await;
+        assert_eq!(ok.status, 303, "{name}: {}", ok.html);
+        assert!(param(&ok.redirect_params(), "code").is_some());
+        assert!(
+            stored_hash(srv, name).await.starts_with("$argon2id$v=19$m=1024,t=1,p=1$"),
+            "{name} re-hashed with latch's parameters"
+        );
+        assert_eq!(sign_in_with(srv, name, password).await.status, 303, "{name} still signs in");
+    }
+    // No e-mail for verified users with a password.
+    assert!(!srv.settings.data_dir.join("outbox").exists());
+});
+
+on_both!(bad_hashes_and_records_are_refused_whole, |srv| {
+    let before = srv.count("account").await;
+    let bad: Vec<(Value, &str)> = vec![
+        (record("x1", Some("$md5$abc"), true), "unsupported"),
+        (record("x2", Some("plain-text"), true), "hashedPassword"),
+        (
+            record(
+                "x3",
+                Some(
+                    "$pbkdf2-sha256$500$rEIJDbs+BQqpx31v8mONWA==$kNwotFPNeuwelpT1HWt+E4ONXFK6wjd+h0zbzNBRGwOqacAjeY7vYN9QZQ46DlEKSdn04cEU/3RvX8WPcRegxg==",
+                ),
+                true,
+            ),
+            "rounds",
+        ),
+        (record("x4", Some("$2b$31$JyDM8jzGYVTdDzZaPAQ2Lu2uZ7xFA3dgQNoHGblMmpkkeIfG2GEYa"), true), "cost"),
+        (
+            record(
+                "x5",
+                Some(
+                    "$argon2id$v=19$m=9999999,t=5,p=1$LRScGShC7shkdoU5B1UgUQ$xKjWvB9+0sSP6wTqI1JoEI7w+iA0x9VDhPgmrOHRG80",
+                ),
+                true,
+            ),
+            "memory",
+        ),
+        (record("x6", Some("$pbkdf2-sha256$27500$rEIJDbs-BQqpx31v8mONWA$kNwotFPNeuwelpT1HWt"), true), "hashedPassword"),
+        (
+            {
+                let mut r = record("x7", Some(AUTH0_BCRYPT), true);
+                r["password"] = json!("Plain-Passw0rd");
+                r
+            },
+            "exclude",
+        ),
+        (
+            {
+                let mut r = record("x8", None, true);
+                r["otpCode"] = json!("not base32!");
+                r
+            },
+            "otpCode",
+        ),
+        (
+            {
+                let mut r = record("x9", None, true);
+                r["idps"] = json!([{"configId": "", "externalUserId": "e"}]);
+                r
+            },
+            "configId",
+        ),
+        (
+            {
+                let mut r = record("x10", None, true);
+                r["phone"] = json!({"phone": "0791234567"});
+                r
+            },
+            "phone",
+        ),
+        (json!({"userName": "x11", "profile": {"firstName": "a", "lastName": "b"}}), "email"),
+    ];
+    for (body, expect) in bad {
+        let r = srv.post("/management/v1/users/human/_import", body.clone()).await;
+        let msg = r.err(400, 3);
+        assert!(msg.contains(expect), "{body}: {msg}");
+    }
+    srv.post("/management/v1/users/human/_import", record("dup", Some(AUTH0_BCRYPT), true)).await.ok();
+    srv.post("/management/v1/users/human/_import", record("DUP", Some(AUTH0_BCRYPT), true)).await.err(409, 6);
+    assert_eq!(srv.count("account").await, before + 1, "only the valid record was stored");
+    // Only organization owners (or instance owners) may import.
+    let (_, viewer) = srv.machine_with_roles(None, "viewer", &["ORG_OWNER_VIEWER"]).await;
+    srv.call_as(Some(&viewer), None, "POST", "/management/v1/users/human/_import", record("v", None, true))
+        .await
+        .err(403, 7);
+    let (_, owner) = srv.machine_with_roles(None, "owner", &["ORG_OWNER"]).await;
+    srv.call_as(Some(&owner), None, "POST", "/management/v1/users/human/_import", record("by-owner", None, true))
+        .await
+        .ok();
+});
+
+fn outbox_to(srv: &TestServer, to: &str) -> Vec<String> {
+    let dir = srv.settings.data_dir.join("outbox");
+    let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
+    entries
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .filter(|m| m.contains(&format!("<{to}>")))
+        .collect()
+}
+
+on_both!(the_email_rule_and_imported_fields, |srv| {
+    // Verified with a password: no message. Unverified: a verification code. No password: an
+    // initial-password code.
+    srv.post("/management/v1/users/human/_import", record("quiet", Some(AUTH0_BCRYPT), true)).await.ok();
+    srv.post("/management/v1/users/human/_import", record("unverified", Some(AUTH0_BCRYPT), false)).await.ok();
+    srv.post("/management/v1/users/human/_import", record("nopassword", None, true)).await.ok();
+    assert!(outbox_to(srv, "quiet@example.com").is_empty());
+    let v = outbox_to(srv, "unverified@example.com");
+    assert_eq!(v.len(), 1);
+    assert!(v[0].contains("Subject: Verify your e-mail address"), "{}", v[0]);
+    let i = outbox_to(srv, "nopassword@example.com");
+    assert_eq!(i.len(), 1);
+    assert!(i[0].contains("Subject: Set your password"), "{}", i[0]);
+    // A German user gets German mail.
+    let mut de = record("deutsch", None, false);
+    de["profile"]["preferredLanguage"] = json!("de");
+    srv.post("/management/v1/users/human/_import", de).await.ok();
+    assert!(
+        outbox_to(srv, "deutsch@example.com")[0].contains("Subject: =?utf-8?")
+            || outbox_to(srv, "deutsch@example.com")[0].contains("Bestätigen")
+    );
+    // Every field arrives.
+    let full = json!({
+        "userName": "full", "profile": {"firstName": "Fu", "lastName": "Ll", "nickName": "fl", "displayName": "Full L", "preferredLanguage": "en", "gender": "GENDER_DIVERSE"},
+        "email": {"email": "full@example.com", "isEmailVerified": true}, "phone": {"phone": "+41 79 000 00 00", "isPhoneVerified": true},
+        "password": "Plain-Passw0rd", "passwordChangeRequired": true,
+        "idps": [{"configId": "google", "externalUserId": "1234", "displayName": "Full L"}],
+        "requestPasswordlessRegistration": true
+    });
+    let r = srv.post("/management/v1/users/human/_import", full).await;
+    let id = r.ok()["userId"].as_str().unwrap().to_string();
+    let u = srv.get(&format!("/management/v1/users/{id}")).await;
+    let h = u.ok()["user"]["human"].clone();
+    assert_eq!(h["profile"]["nickName"], "fl");
+    assert_eq!(h["profile"]["displayName"], "Full L");
+    assert_eq!(h["profile"]["gender"], "GENDER_DIVERSE");
+    assert_eq!(h["phone"]["isPhoneVerified"], true);
+    let org = srv.get("/management/v1/orgs/me").await.ok()["org"]["id"].as_str().unwrap().to_string();
+    let mut c = srv.state.db.conn().await.unwrap();
+    let links = latch::store::user::idp_links_by_org(&mut c, &org).await.unwrap().remove(&id).unwrap();
+    assert_eq!(links.len(), 1);
+    assert_eq!(links[0].config_id, "google");
+    drop(c);
+    // passwordChangeRequired: the first sign-in asks for a new password.
+    let page = sign_in_with(srv, "full", "Plain-Passw0rd").await;
+    assert!(page.html.contains("password_repeat"), "{}", page.html);
+});
+
+on_both!(imported_totp_is_asked_after_the_password, |srv| {
+    let mut r = record("otp-user", Some(KEYCLOAK_ARGON2), true);
+    r["otpCode"] = json!("JBSWY3DPEHPK3PXP");
+    srv.post("/management/v1/users/human/_import", r).await.ok();
+    let (client_id, _, _) = oidc_app(srv, json!({})).await;
+    let b = Browser::new(srv);
+    let (_, challenge) = pkce();
+    let (id, page) = b
+        .authorize(&[
+            ("client_id", &client_id),
+            ("redirect_uri", CB),
+            ("response_type", "code"),
+            ("scope", "openid"),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+        ])
+        .await;
+    let id = id.unwrap();
+    let totp_page = b.sign_in(&id, &page, "otp-user", "secret").await;
+    assert!(totp_page.html.contains("/totp"), "{}", totp_page.html);
+    assert_eq!(srv.count("session").await, 0, "no session before the second factor");
+    let wrong = b.post(&format!("/ui/login/{id}/totp"), &[("csrf", &totp_page.csrf()), ("code", "000000")]).await;
+    assert!(wrong.html.contains("The code is wrong"), "{}", wrong.html);
+    let now = latch::clock::Clock::now(&*srv.clock);
+    let code = latch::crypto::totp::code_at("JBSWY3DPEHPK3PXP", now / 30).unwrap();
+    let done = b.post(&format!("/ui/login/{id}/totp"), &[("csrf", &totp_page.csrf()), ("code", &code)]).await;
+    assert_eq!(done.status, 303, "{}", done.html);
+    // The same code cannot be used twice.
+    let b2 = Browser::new(srv);
+    let (id2, page2) = b2
+        .authorize(&[
+            ("client_id", &client_id),
+            ("redirect_uri", CB),
+            ("response_type", "code"),
+            ("scope", "openid"),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+        ])
+        .await;
+    let id2 = id2.unwrap();
+    let t2 = b2.sign_in(&id2, &page2, "otp-user", "secret").await;
+    let again = b2.post(&format!("/ui/login/{id2}/totp"), &[("csrf", &t2.csrf()), ("code", &code)]).await;
+    assert!(again.html.contains("The code is wrong"), "replayed code refused");
+    srv.clock.advance(30);
+    let next = latch::crypto::totp::code_at("JBSWY3DPEHPK3PXP", (now + 30) / 30).unwrap();
+    let ok = b2.post(&format!("/ui/login/{id2}/totp"), &[("csrf", &t2.csrf()), ("code", &next)]).await;
+    assert_eq!(ok.status, 303);
+});
+
+on_both!(totp_enrolment_page, |srv| {
+    crate::browser::human(srv, "alice", "Wonder-land1").await;
+    let (client_id, _, _) = oidc_app(srv, json!({})).await;
+    let b = Browser::new(srv);
+    // Not signed in: refused.
+    assert_eq!(b.get("/ui/account/totp").await.status, 401);
+    let (_, challenge) = pkce();
+    let q = [
+        ("client_id", client_id.as_str()),
+        ("redirect_uri", CB),
+        ("response_type", "code"),
+        ("scope", "openid"),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ];
+    let (id, page) = b.authorize(&q).await;
+    assert_eq!(b.sign_in(&id.unwrap(), &page, "alice", "Wonder-land1").await.status, 303);
+    let enrol = b.get("/ui/account/totp").await;
+    assert_eq!(enrol.status, 200, "{}", enrol.html);
+    let start = enrol.html.find("<code id=\"secret\">").unwrap() + 18;
+    let secret = enrol.html[start..start + 32].to_string();
+    assert!(enrol.html.contains("otpauth://totp/"));
+    let session = crate::browser::field(&enrol.html, "session").unwrap();
+    let pending = crate::browser::field(&enrol.html, "pending").unwrap();
+    // A forged pending key is refused.
+    let r = b.post("/ui/account/totp", &[("session", &session), ("pending", "AAAA"), ("code", "123456")]).await;
+    assert_eq!(r.status, 403);
+    let now = latch::clock::Clock::now(&*srv.clock);
+    let code = latch::crypto::totp::code_at(&secret, now / 30).unwrap();
+    let r = b.post("/ui/account/totp", &[("session", &session), ("pending", &pending), ("code", &code)]).await;
+    assert_eq!(r.status, 200);
+    assert!(r.html.contains("Two-factor authentication is on"), "{}", r.html);
+    // The next sign-in asks for a code.
+    let b2 = Browser::new(srv);
+    let (id, page) = b2.authorize(&q).await;
+    let next = b2.sign_in(&id.unwrap(), &page, "alice", "Wonder-land1").await;
+    assert!(next.html.contains("/totp"));
+});

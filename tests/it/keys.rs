@@ -1,0 +1,122 @@
+//! Signing key rotation with an injected clock, and the web key API.
+
+use latch::clock::Clock;
+use latch::keys::{KeyManager, KeyState};
+use serde_json::{Value, json};
+
+use crate::on_both;
+
+async fn jwks_kids(srv: &crate::harness::TestServer) -> Vec<String> {
+    let r = srv.call_as(None, None, "GET", "/oauth/v2/keys", json!(null)).await;
+    r.ok()["keys"].as_array().unwrap().iter().map(|k| k["kid"].as_str().unwrap().to_string()).collect()
+}
+
+on_both!(rotation_publishes_before_signing_and_keeps_after, |srv| {
+    let keys = &srv.state.keys;
+    let s = keys.settings().clone();
+    let k1 = keys.active().unwrap();
+    let t1 = k1.activate_at.unwrap();
+
+    // Not due yet: nothing changes.
+    srv.clock.set(t1 + s.rotation_interval - s.prepublish - 10);
+    keys.maintain().await.unwrap();
+    assert_eq!(jwks_kids(srv).await, vec![k1.key_id.clone()]);
+
+    // Due: the next key is published, but the old one still signs.
+    srv.clock.advance(20);
+    keys.maintain().await.unwrap();
+    let kids = jwks_kids(srv).await;
+    assert_eq!(kids.len(), 2, "{kids:?}");
+    let set = keys.current();
+    let k2 = set.keys.iter().find(|k| k.key_id != k1.key_id).unwrap().clone();
+    assert_eq!(set.state(&k2, srv.clock.now()), KeyState::Initial);
+    assert_eq!(keys.active().unwrap().key_id, k1.key_id, "the new key does not sign yet");
+    let t2 = k2.activate_at.unwrap();
+    assert!(t2 - srv.clock.now() >= s.prepublish, "published at least the pre-publication time before signing");
+    assert!(s.prepublish > s.jwks_max_age, "longer than a client may cache the set");
+
+    // Running maintenance again, on this and on a second replica at once, adds nothing.
+    let other = KeyManager::new(srv.state.db.clone(), &srv.settings.masterkey.unwrap(), srv.clock.clone(), s.clone())
+        .await
+        .unwrap();
+    let (a, b) = tokio::join!(keys.maintain(), other.maintain());
+    a.unwrap();
+    b.unwrap();
+    assert_eq!(srv.count("web_key").await, 2);
+
+    // At its time the new key signs; the old one stays published.
+    srv.clock.set(t2 - 1);
+    assert_eq!(keys.active().unwrap().key_id, k1.key_id);
+    srv.clock.set(t2);
+    assert_eq!(keys.active().unwrap().key_id, k2.key_id);
+    assert_eq!(other.active().unwrap().key_id, k2.key_id, "replicas agree");
+    keys.maintain().await.unwrap();
+    assert_eq!(jwks_kids(srv).await.len(), 2, "the retired key is still published");
+    assert_eq!(keys.current().state(&k1, t2), KeyState::Inactive);
+
+    // Once every token it signed has expired (12 h by default, plus a minute of grace), it goes.
+    srv.clock.set(t2 + 12 * 3600 + 30);
+    keys.maintain().await.unwrap();
+    assert_eq!(jwks_kids(srv).await.len(), 2);
+    srv.clock.set(t2 + 12 * 3600 + 61);
+    keys.maintain().await.unwrap();
+    assert_eq!(jwks_kids(srv).await, vec![k2.key_id.clone()]);
+});
+
+fn states(list: &Value) -> Vec<(String, String)> {
+    list["webKeys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["id"].as_str().unwrap().to_string(), k["state"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+on_both!(web_key_api, |srv| {
+    let first = srv.state.keys.active().unwrap().key_id.clone();
+    let rsa = srv.post("/v2/web_keys", json!({})).await;
+    let rsa = rsa.ok()["id"].as_str().unwrap().to_string();
+    let ec = srv.post("/v2/web_keys", json!({"ecdsa": {"curve": "ECDSA_CURVE_P256"}})).await;
+    let ec = ec.ok()["id"].as_str().unwrap().to_string();
+    let ed = srv.post("/v2/web_keys", json!({"ed25519": {}})).await;
+    let ed = ed.ok()["id"].as_str().unwrap().to_string();
+
+    // Created keys are published at once and do not sign.
+    let jwks = srv.call_as(None, None, "GET", "/oauth/v2/keys", json!(null)).await;
+    let jwks = jwks.ok()["keys"].as_array().unwrap().clone();
+    assert_eq!(jwks.len(), 4);
+    let kty: Vec<_> = jwks.iter().map(|k| k["kty"].as_str().unwrap()).collect();
+    assert!(kty.contains(&"EC") && kty.contains(&"OKP"), "{kty:?}");
+    let list = srv.get("/v2/web_keys").await;
+    let st = states(list.ok());
+    assert!(st.contains(&(first.clone(), "STATE_ACTIVE".into())));
+    assert!(st.contains(&(rsa.clone(), "STATE_INITIAL".into())));
+    let ec_view = list.body["webKeys"].as_array().unwrap().iter().find(|k| k["id"] == ec.as_str()).unwrap().clone();
+    assert_eq!(ec_view["ecdsa"]["curve"], "ECDSA_CURVE_P256");
+
+    // Activation switches the signing key at once.
+    srv.post(&format!("/v2/web_keys/{ed}/_activate"), json!({})).await.ok();
+    assert_eq!(srv.state.keys.active().unwrap().key_id, ed);
+    let st = states(srv.get("/v2/web_keys").await.ok());
+    assert!(st.contains(&(ed.clone(), "STATE_ACTIVE".into())));
+    assert!(st.contains(&(first.clone(), "STATE_INACTIVE".into())));
+
+    // The active key cannot be deleted; others can.
+    srv.delete(&format!("/v2/web_keys/{ed}")).await.err(400, 9);
+    srv.delete(&format!("/v2/web_keys/{first}")).await.ok();
+    srv.delete(&format!("/v2/web_keys/{first}")).await.err(404, 5);
+    srv.post("/v2/web_keys/999/_activate", json!({})).await.err(404, 5);
+    assert_eq!(srv.count("web_key").await, 3);
+
+    // Unsupported algorithms are refused and nothing is stored.
+    srv.post("/v2/web_keys", json!({"rsa": {"hasher": "RSA_HASHER_SHA512"}})).await.err(400, 3);
+    srv.post("/v2/web_keys", json!({"ecdsa": {"curve": "ECDSA_CURVE_P384"}})).await.err(400, 3);
+    srv.post("/v2/web_keys", json!({"rsa": {}, "ed25519": {}})).await.err(400, 3);
+    assert_eq!(srv.count("web_key").await, 3);
+
+    // Only instance administrators manage keys.
+    let (_, owner) = srv.machine_with_roles(None, "org-owner", &["ORG_OWNER"]).await;
+    srv.call_as(Some(&owner), None, "POST", "/v2/web_keys", json!({})).await.err(403, 7);
+    srv.call_as(Some(&owner), None, "GET", "/v2/web_keys", json!(null)).await.err(403, 7);
+    srv.call_as(None, None, "GET", "/v2/web_keys", json!(null)).await.err(401, 16);
+});

@@ -1,0 +1,343 @@
+//! The login pages: passwords, lockout, CSRF and browser binding, password change,
+//! registration with e-mail verification, initial passwords, languages, headers.
+
+use serde_json::json;
+
+use crate::browser::{Browser, human, oidc_app, param, pkce};
+use crate::harness::TestServer;
+use crate::on_both;
+
+const CB: &str = "https://app.example.com/cb";
+
+async fn start(srv: &TestServer, b: &Browser, extra: &[(&str, &str)]) -> (String, crate::browser::Page) {
+    let (client_id, _, _) = oidc_app(srv, json!({})).await;
+    let (_, challenge) = pkce();
+    let mut q = vec![
+        ("client_id", client_id.as_str()),
+        ("redirect_uri", CB),
+        ("response_type", "code"),
+        ("scope", "openid"),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+        ("state", "s"),
+    ];
+    q.extend_from_slice(extra);
+    let (id, page) = b.authorize(&q).await;
+    (id.expect("a login page"), page)
+}
+
+/// The newest message in the outbox for `to`, and the code in it.
+fn outbox_code(srv: &TestServer, to: &str) -> String {
+    let dir = srv.settings.data_dir.join("outbox");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    for f in files.iter().rev() {
+        let text = std::fs::read_to_string(f).unwrap();
+        if text.contains(to) {
+            let line = text
+                .lines()
+                .find(|l| {
+                    l.contains(": ")
+                        && l.trim().len() >= 8
+                        && l.trim().rsplit(' ').next().is_some_and(|w| {
+                            w.len() == 8 && w.chars().all(|c| c.is_ascii_alphanumeric() && !c.is_ascii_lowercase())
+                        })
+                })
+                .unwrap_or_else(|| panic!("no code in {text}"));
+            return line.trim().rsplit(' ').next().unwrap().to_string();
+        }
+    }
+    panic!("no message to {to} in {}", dir.display());
+}
+
+on_both!(wrong_passwords_lockout_and_no_enumeration, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    srv.put("/admin/v1/policies/password/lockout", json!({"maxPasswordAttempts": 3})).await.ok();
+    let b = Browser::new(srv);
+    let (id, page) = start(srv, &b, &[]).await;
+    let wrong = b.sign_in(&id, &page, "alice", "wrong-password").await;
+    assert_eq!(wrong.status, 200);
+    assert!(wrong.html.contains("The login name or the password is wrong."), "{}", wrong.html);
+    // An unknown user gets the same page and message.
+    let p = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "nobody")]).await;
+    assert!(p.html.contains("name=\"password\""));
+    let unknown = b.post(&format!("/ui/login/{id}/password"), &[("csrf", &p.csrf()), ("password", "whatever")]).await;
+    assert!(unknown.html.contains("The login name or the password is wrong."));
+    assert_eq!(srv.count("session").await, 0);
+    assert_eq!(srv.count("auth_code").await, 0);
+    // Two more failures lock alice; then even the right password is refused.
+    for _ in 0..2 {
+        b.sign_in(&id, &page, "alice", "wrong-password").await;
+    }
+    let mut c = srv.state.db.conn().await.unwrap();
+    let u = latch::store::user::get_by_username(&mut c, "alice").await.unwrap().unwrap();
+    assert_eq!(u.state, latch::domain::enums::UserState::Locked);
+    drop(c);
+    let locked = b.sign_in(&id, &page, "alice", "Wonder-land1").await;
+    assert!(locked.html.contains("locked"), "{}", locked.html);
+    assert_eq!(srv.count("session").await, 0);
+    // Unlocked by an administrator, alice signs in and the counter starts again.
+    srv.post(&format!("/management/v1/users/{}/_unlock", u.user_id), json!({})).await.ok();
+    let ok = b.sign_in(&id, &page, "alice", "Wonder-land1").await;
+    assert_eq!(ok.status, 303, "{}", ok.html);
+    assert!(param(&ok.redirect_params(), "code").is_some());
+});
+
+on_both!(forms_are_bound_to_the_request_and_the_browser, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let b = Browser::new(srv);
+    let (id, page) = start(srv, &b, &[]).await;
+    // A tampered CSRF token.
+    let r = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", "forged"), ("loginname", "alice")]).await;
+    assert_eq!(r.status, 403);
+    let r = b.post(&format!("/ui/login/{id}/loginname"), &[("loginname", "alice")]).await;
+    assert_eq!(r.status, 400);
+    // Another browser (no cookie, or another cookie) cannot use the request, even with its token.
+    let other = Browser::new(srv);
+    let r = other.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "alice")]).await;
+    assert_eq!(r.status, 403);
+    let r = other.get(&format!("/ui/login/{id}")).await;
+    assert_eq!(r.status, 403);
+    let forged = reqwest::Client::new()
+        .get(format!("{}/ui/login/{id}", srv.base))
+        .header("cookie", "latch_ua=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 403);
+    // An unknown or expired request.
+    assert_eq!(b.get("/ui/login/nope").await.status, 400);
+    srv.clock.advance(srv.settings.request_lifetime + 1);
+    let r = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "alice")]).await;
+    assert_eq!(r.status, 400);
+    assert!(r.html.contains("expired"), "{}", r.html);
+    assert_eq!(srv.count("session").await, 0);
+});
+
+on_both!(admin_set_password_must_be_changed, |srv| {
+    let r = srv
+        .post(
+            "/management/v1/users/human",
+            json!({"userName": "dora", "profile": {"firstName": "Dora", "lastName": "E"},
+                   "email": {"email": "dora@example.com", "isEmailVerified": true}, "initialPassword": "Initial-Pw1"}),
+        )
+        .await;
+    r.ok();
+    let b = Browser::new(srv);
+    let (id, page) = start(srv, &b, &[]).await;
+    let change = b.sign_in(&id, &page, "dora", "Initial-Pw1").await;
+    assert!(change.html.contains("name=\"password_repeat\""), "{}", change.html);
+    let mismatch = b
+        .post(
+            &format!("/ui/login/{id}/change_password"),
+            &[("csrf", &change.csrf()), ("password", "New-Passw0rd"), ("password_repeat", "Other-Passw0rd")],
+        )
+        .await;
+    assert!(mismatch.html.contains("do not match"));
+    let weak = b
+        .post(
+            &format!("/ui/login/{id}/change_password"),
+            &[("csrf", &change.csrf()), ("password", "weak"), ("password_repeat", "weak")],
+        )
+        .await;
+    assert!(weak.html.contains("does not meet the policy"), "{}", weak.html);
+    assert_eq!(srv.count("session").await, 0, "no session before the change");
+    let done = b
+        .post(
+            &format!("/ui/login/{id}/change_password"),
+            &[("csrf", &change.csrf()), ("password", "New-Passw0rd"), ("password_repeat", "New-Passw0rd")],
+        )
+        .await;
+    assert_eq!(done.status, 303, "{}", done.html);
+    assert!(param(&done.redirect_params(), "code").is_some());
+    // The new password is the password now.
+    let b2 = Browser::new(srv);
+    let (id, page) = start(srv, &b2, &[]).await;
+    assert_eq!(b2.sign_in(&id, &page, "dora", "New-Passw0rd").await.status, 303);
+});
+
+on_both!(registration_with_email_verification, |srv| {
+    let b = Browser::new(srv);
+    // Not allowed by default: the login page says so.
+    let (_, page) = start(srv, &b, &[("prompt", "create")]).await;
+    assert!(page.html.contains("Registration is not allowed"), "{}", page.html);
+    assert!(page.html.contains("name=\"loginname\""));
+    srv.put("/admin/v1/policies/login", json!({"allowUsernamePassword": true, "allowRegister": true})).await.ok();
+    let (id, page) = start(srv, &b, &[("prompt", "create")]).await;
+    assert!(page.html.contains("name=\"first_name\""), "{}", page.html);
+    let csrf = page.csrf();
+    let register = |pw: &'static str, email: &'static str| {
+        let (b, id, csrf) = (&b, id.clone(), csrf.clone());
+        async move {
+            b.post(
+                &format!("/ui/login/{id}/register"),
+                &[
+                    ("csrf", &csrf),
+                    ("email", email),
+                    ("first_name", "Erin"),
+                    ("last_name", "Reg"),
+                    ("user_name", ""),
+                    ("password", pw),
+                    ("password_repeat", pw),
+                ],
+            )
+            .await
+        }
+    };
+    let bad = register("Sign-up-Pw1", "not-an-email").await;
+    assert!(bad.html.contains("not valid"), "{}", bad.html);
+    let weak = register("weak", "erin@example.com").await;
+    assert!(weak.html.contains("does not meet"), "{}", weak.html);
+    assert_eq!(srv.count("account").await, 2, "nothing was created");
+    let verify = register("Sign-up-Pw1", "erin@example.com").await;
+    assert!(verify.html.contains("name=\"code\""), "{}", verify.html);
+    assert!(verify.html.contains("erin@example.com"));
+    let code = outbox_code(srv, "erin@example.com");
+    let wrong = b.post(&format!("/ui/login/{id}/verify_email"), &[("csrf", &csrf), ("code", "WRONG000")]).await;
+    assert!(wrong.html.contains("The code is wrong"), "{}", wrong.html);
+    let done =
+        b.post(&format!("/ui/login/{id}/verify_email"), &[("csrf", &csrf), ("code", &code.to_lowercase())]).await;
+    assert_eq!(done.status, 303, "{}", done.html);
+    assert!(param(&done.redirect_params(), "code").is_some());
+    let mut c = srv.state.db.conn().await.unwrap();
+    let u = latch::store::user::get_by_username(&mut c, "erin@example.com").await.unwrap().unwrap();
+    assert!(u.human().unwrap().email_verified);
+    assert_eq!(u.state, latch::domain::enums::UserState::Active);
+    drop(c);
+    // The name is taken now.
+    let b2 = Browser::new(srv);
+    let (id, page) = start(srv, &b2, &[("prompt", "create")]).await;
+    let taken = b2
+        .post(
+            &format!("/ui/login/{id}/register"),
+            &[
+                ("csrf", &page.csrf()),
+                ("email", "erin@example.com"),
+                ("first_name", "E"),
+                ("last_name", "R"),
+                ("user_name", ""),
+                ("password", "Sign-up-Pw1"),
+                ("password_repeat", "Sign-up-Pw1"),
+            ],
+        )
+        .await;
+    assert!(taken.html.contains("taken"), "{}", taken.html);
+});
+
+on_both!(unverified_email_can_be_skipped_and_initial_password_by_code, |srv| {
+    // An unverified address: the verification page, which may be put off.
+    let r = srv
+        .post("/management/v1/users/human", json!({"userName": "fred", "profile": {"firstName": "Fred", "lastName": "F"}, "email": {"email": "fred@example.com"}}))
+        .await;
+    let fred = r.ok()["userId"].as_str().unwrap().to_string();
+    srv.post(
+        &format!("/management/v1/users/{fred}/password"),
+        json!({"password": "Fred-Passw0rd", "noChangeRequired": true}),
+    )
+    .await
+    .ok();
+    let b = Browser::new(srv);
+    let (id, page) = start(srv, &b, &[]).await;
+    let verify = b.sign_in(&id, &page, "fred", "Fred-Passw0rd").await;
+    assert!(verify.html.contains("/verify_email/skip"), "{}", verify.html);
+    let resent = b.post(&format!("/ui/login/{id}/verify_email/resend"), &[("csrf", &verify.csrf())]).await;
+    assert!(resent.html.contains("A new code is on its way"));
+    let skipped = b.post(&format!("/ui/login/{id}/verify_email/skip"), &[("csrf", &verify.csrf())]).await;
+    assert_eq!(skipped.status, 303);
+
+    // A user without a password gets a code by e-mail and sets one.
+    let r = srv
+        .post("/management/v1/users/human", json!({"userName": "gina", "profile": {"firstName": "Gina", "lastName": "G"}, "email": {"email": "gina@example.com"}}))
+        .await;
+    r.ok();
+    let b = Browser::new(srv);
+    let (id, page) = start(srv, &b, &[]).await;
+    let init = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "gina")]).await;
+    assert!(init.html.contains("/init_password"), "{}", init.html);
+    let code = outbox_code(srv, "gina@example.com");
+    let done = b
+        .post(
+            &format!("/ui/login/{id}/init_password"),
+            &[
+                ("csrf", &init.csrf()),
+                ("code", &code),
+                ("password", "Gina-Passw0rd"),
+                ("password_repeat", "Gina-Passw0rd"),
+            ],
+        )
+        .await;
+    assert_eq!(done.status, 303, "{}", done.html);
+    let mut c = srv.state.db.conn().await.unwrap();
+    let u = latch::store::user::get_by_username(&mut c, "gina").await.unwrap().unwrap();
+    assert_eq!(u.state, latch::domain::enums::UserState::Active);
+    assert!(u.human().unwrap().email_verified, "the code proved the address");
+});
+
+on_both!(german_pages_and_security_headers, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let b = Browser::new(srv);
+    let (id, page) = start(srv, &b, &[("ui_locales", "de-CH en")]).await;
+    assert!(page.html.contains("<html lang=\"de\">"));
+    assert!(page.html.contains("Anmeldename"), "{}", page.html);
+    let wrong = b.sign_in(&id, &page, "alice", "falsch").await;
+    assert!(wrong.html.contains("Der Anmeldename oder das Passwort ist falsch."), "{}", wrong.html);
+    // Accept-Language when ui_locales says nothing.
+    let mut b2 = Browser::new(srv);
+    b2.accept_language = Some("de-DE,de;q=0.9".into());
+    let (_, page2) = start(srv, &b2, &[]).await;
+    assert!(page2.html.contains("Anmelden"));
+
+    let csp = page.header("content-security-policy").unwrap();
+    assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert!(!csp.contains("script-src"), "no script on login pages");
+    assert!(csp.contains("form-action 'self' https://app.example.com"), "{csp}");
+    assert_eq!(page.header("cache-control"), Some("no-store"));
+    assert_eq!(page.header("referrer-policy"), Some("no-referrer"));
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+    assert!(!page.html.contains("<script"), "pages work without JavaScript");
+    assert!(page.html.contains("<label for=\"loginname\">"), "labelled inputs");
+    // The cookie only holds a random id and has the right flags.
+    let first = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let (client_id, _, _) = oidc_app(srv, json!({"name": "c2"})).await;
+    let r = first
+        .get(format!(
+            "{}/oauth/v2/authorize?client_id={client_id}&redirect_uri={CB}&response_type=code&scope=openid",
+            srv.base
+        ))
+        .send()
+        .await
+        .unwrap();
+    let cookie = r.headers().get("set-cookie").unwrap().to_str().unwrap().to_string();
+    assert!(
+        cookie.starts_with("latch_ua=")
+            && cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Lax")
+            && cookie.contains("Path=/"),
+        "{cookie}"
+    );
+    assert!(!cookie.contains("Secure"), "not https here");
+    let css = reqwest::get(format!("{}/ui/static/latch.css", srv.base)).await.unwrap();
+    assert_eq!(css.headers().get("content-type").unwrap(), "text/css; charset=utf-8");
+});
+
+#[tokio::test]
+async fn https_issuers_get_secure_host_cookies() {
+    let srv =
+        TestServer::start_with(crate::harness::Backend::Sqlite, |c| c.external_url = "https://id.example.com".into())
+            .await;
+    let (client_id, _, _) = oidc_app(&srv, json!({})).await;
+    let r = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(format!(
+            "{}/oauth/v2/authorize?client_id={client_id}&redirect_uri={CB}&response_type=code&scope=openid",
+            srv.url("")
+        ))
+        .send()
+        .await
+        .unwrap();
+    let cookie = r.headers().get("set-cookie").unwrap().to_str().unwrap().to_string();
+    assert!(cookie.starts_with("__Host-latch_ua=") && cookie.contains("; Secure"), "{cookie}");
+    srv.stop().await;
+}

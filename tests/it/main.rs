@@ -1,0 +1,30 @@
+//! latch's integration tests: one binary (each file under tests/ would be its own link step).
+//! Every store and API test runs on SQLite and on PostgreSQL (`LATCH_TEST_DATABASE_URL`,
+//! default the local server); a PostgreSQL that cannot be reached fails the run.
+
+pub mod harness;
+
+mod authorize;
+mod bootstrap;
+pub mod browser;
+mod cli;
+mod conformance;
+mod exchange;
+mod faults;
+pub mod import_human;
+mod keys;
+mod login;
+mod machine;
+mod migrate_tool;
+mod ops;
+mod orgs;
+pub mod process;
+mod projects;
+mod replicas;
+mod resource;
+mod schema;
+mod settings;
+pub mod token;
+mod transfer;
+mod users;
+mod walkthrough;

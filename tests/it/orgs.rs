@@ -1,0 +1,128 @@
+//! Organizations, domains, members, and the admin organization calls.
+
+use serde_json::json;
+
+use crate::on_both;
+
+on_both!(organizations_and_domains, |srv| {
+    let r = srv.post("/management/v1/orgs", json!({"name": "Acme Corp"})).await;
+    let acme = r.ok()["id"].as_str().unwrap().to_string();
+    srv.post("/management/v1/orgs", json!({"name": "ACME corp"})).await.err(409, 6);
+    srv.post("/management/v1/orgs", json!({"name": ""})).await.err(400, 3);
+    srv.post("/management/v1/orgs", json!({"name": "x".repeat(201)})).await.err(400, 3);
+
+    let on = |m: &'static str, p: &'static str, b: serde_json::Value| srv.call_as(Some(&srv.pat), Some(&acme), m, p, b);
+    let org = on("GET", "/management/v1/orgs/me", json!(null)).await;
+    assert_eq!(org.ok()["org"]["name"], "Acme Corp");
+    assert_eq!(org.body["org"]["primaryDomain"], "acme-corp.127.0.0.1");
+    assert_eq!(org.body["org"]["state"], "ORG_STATE_ACTIVE");
+
+    // The creator owns the new organization.
+    let members = on("POST", "/management/v1/orgs/me/members/_search", json!({})).await;
+    assert_eq!(members.ok()["result"][0]["roles"], json!(["ORG_OWNER"]));
+
+    on("PUT", "/management/v1/orgs/me", json!({"name": "Acme Inc"})).await.ok();
+    on("PUT", "/management/v1/orgs/me", json!({"name": "Acme Inc"})).await.err(400, 9);
+    on("PUT", "/management/v1/orgs/me", json!({"name": "latch"})).await.err(409, 6);
+
+    on("POST", "/management/v1/orgs/me/domains", json!({"domain": "acme.example"})).await.ok();
+    on("POST", "/management/v1/orgs/me/domains", json!({"domain": "ACME.example"})).await.err(409, 6);
+    on("POST", "/management/v1/orgs/me/domains", json!({"domain": "not a domain"})).await.err(400, 3);
+    srv.post("/management/v1/orgs/me/domains", json!({"domain": "acme.example"})).await.err(409, 6);
+    let d = on("POST", "/management/v1/orgs/me/domains/_search", json!({})).await;
+    assert_eq!(d.ok()["details"]["totalResult"], "2");
+    on("POST", "/management/v1/orgs/me/domains/acme.example/_set_primary", json!(null)).await.ok();
+    let org = on("GET", "/management/v1/orgs/me", json!(null)).await;
+    assert_eq!(org.ok()["org"]["primaryDomain"], "acme.example");
+    on("POST", "/management/v1/orgs/me/domains/other.example/_set_primary", json!(null)).await.err(404, 5);
+    // Login names follow the primary domain.
+    let r = on("POST", "/management/v1/users/machine", json!({"userName": "svc", "name": "Svc"})).await;
+    let svc = r.ok()["userId"].as_str().unwrap().to_string();
+    let u = srv.call_as(Some(&srv.pat), Some(&acme), "GET", &format!("/management/v1/users/{svc}"), json!(null)).await;
+    assert_eq!(u.ok()["user"]["preferredLoginName"], "svc@acme.example");
+    on("DELETE", "/management/v1/orgs/me/domains/acme.example", json!(null)).await.err(400, 9);
+    on("DELETE", "/management/v1/orgs/me/domains/acme-corp.127.0.0.1", json!(null)).await.ok();
+});
+
+on_both!(org_members, |srv| {
+    let (robot, _) = srv.machine_with_roles(None, "robot", &[]).await;
+    let path = "/management/v1/orgs/me/members";
+    srv.post(path, json!({"userId": robot, "roles": ["ORG_NOT_A_ROLE"]})).await.err(400, 3);
+    srv.post(path, json!({"userId": robot, "roles": ["IAM_OWNER"]})).await.err(400, 3);
+    srv.post(path, json!({"userId": robot, "roles": []})).await.err(400, 3);
+    srv.post(path, json!({"userId": "404", "roles": ["ORG_OWNER"]})).await.err(404, 5);
+    srv.post(path, json!({"userId": robot, "roles": ["ORG_USER_MANAGER"]})).await.ok();
+    srv.post(path, json!({"userId": robot, "roles": ["ORG_OWNER"]})).await.err(409, 6);
+    srv.put(&format!("{path}/{robot}"), json!({"roles": ["ORG_OWNER_VIEWER"]})).await.ok();
+    let r = srv.post(&format!("{path}/_search"), json!({})).await;
+    let m = r.ok()["result"].as_array().unwrap().iter().find(|m| m["userId"] == robot.as_str()).unwrap().clone();
+    assert_eq!(m["roles"], json!(["ORG_OWNER_VIEWER"]));
+    assert_eq!(m["userType"], "TYPE_MACHINE");
+    srv.delete(&format!("{path}/{robot}")).await.ok();
+    srv.delete(&format!("{path}/{robot}")).await.err(404, 5);
+    let roles = srv.post("/management/v1/orgs/members/roles/_search", json!({})).await;
+    assert!(roles.ok()["result"].as_array().unwrap().contains(&json!("ORG_OWNER")));
+});
+
+on_both!(admin_setup_search_get_and_iam_members, |srv| {
+    let body = json!({
+        "org": {"name": "Globex", "domain": "globex.example"},
+        "human": {"userName": "hank", "profile": {"firstName": "Hank", "lastName": "Scorpio"},
+                  "email": {"email": "hank@globex.example", "isEmailVerified": true}, "password": "Volcano-Lair1"}
+    });
+    let r = srv.post("/admin/v1/orgs/_setup", body.clone()).await;
+    let org = r.ok()["orgId"].as_str().unwrap().to_string();
+    let hank = r.body["userId"].as_str().unwrap().to_string();
+    srv.post("/admin/v1/orgs/_setup", body).await.err(409, 6);
+    let before = srv.count("org").await;
+    let bad = json!({"org": {"name": "Bad"}, "human": {"userName": "bad", "profile": {"firstName": "B", "lastName": "C"},
+                     "email": {"email": "b@example.com"}}, "roles": ["NOPE"]});
+    srv.post("/admin/v1/orgs/_setup", bad).await.err(400, 3);
+    // A user name already taken aborts the whole set-up: no organization is left behind.
+    let taken = json!({"org": {"name": "Taken"}, "human": {"userName": "hank", "profile": {"firstName": "B", "lastName": "C"},
+                       "email": {"email": "b@example.com"}}});
+    srv.post("/admin/v1/orgs/_setup", taken).await.err(409, 6);
+    assert_eq!(srv.count("org").await, before);
+
+    let r = srv.get(&format!("/admin/v1/orgs/{org}")).await;
+    assert_eq!(r.ok()["org"]["primaryDomain"], "globex.example");
+    srv.get("/admin/v1/orgs/404").await.err(404, 5);
+    let m = srv.call_as(Some(&srv.pat), Some(&org), "POST", "/management/v1/orgs/me/members/_search", json!({})).await;
+    assert_eq!(m.ok()["result"][0]["userId"], hank.as_str());
+    assert_eq!(m.body["result"][0]["roles"], json!(["ORG_OWNER"]));
+
+    let r = srv.post("/admin/v1/orgs/_search", json!({"queries": [{"nameQuery": {"name": "glob", "method": "TEXT_QUERY_METHOD_STARTS_WITH_IGNORE_CASE"}}]})).await;
+    assert_eq!(r.ok()["details"]["totalResult"], "1");
+    let r =
+        srv.post("/admin/v1/orgs/_search", json!({"queries": [{"domainQuery": {"domain": "globex.example"}}]})).await;
+    assert_eq!(r.ok()["result"][0]["id"], org.as_str());
+    let r = srv
+        .post("/admin/v1/orgs/_search", json!({"sortingColumn": "ORG_FIELD_NAME_NAME", "query": {"asc": true}}))
+        .await;
+    let names: Vec<_> = r.ok()["result"].as_array().unwrap().iter().map(|o| o["name"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["Globex", "latch"]);
+    let r =
+        srv.post("/admin/v1/orgs/_search", json!({"queries": [{"stateQuery": {"state": "ORG_STATE_INACTIVE"}}]})).await;
+    assert_eq!(r.ok()["details"]["totalResult"], "0");
+    srv.post("/admin/v1/orgs/_search", json!({"queries": [{"idQuery": {"id": org}, "nameQuery": {"name": "x"}}]}))
+        .await
+        .err(400, 3);
+
+    // Instance members.
+    srv.post("/admin/v1/members", json!({"userId": hank, "roles": ["ORG_OWNER"]})).await.err(400, 3);
+    srv.post("/admin/v1/members", json!({"userId": hank, "roles": ["IAM_OWNER_VIEWER"]})).await.ok();
+    let r = srv.post("/admin/v1/members/_search", json!({})).await;
+    assert_eq!(r.ok()["details"]["totalResult"], "3");
+    srv.put(&format!("/admin/v1/members/{hank}"), json!({"roles": ["IAM_USER_MANAGER"]})).await.ok();
+    srv.delete(&format!("/admin/v1/members/{hank}")).await.ok();
+    let r = srv.post("/admin/v1/members/roles/_search", json!({})).await;
+    assert!(r.ok()["result"].as_array().unwrap().contains(&json!("IAM_OWNER")));
+
+    // An organization owner cannot use the admin API.
+    let (_, owner) = srv.machine_with_roles(None, "owner", &["ORG_OWNER"]).await;
+    srv.call_as(Some(&owner), None, "POST", "/admin/v1/orgs/_setup", json!({})).await.err(403, 7);
+    srv.call_as(Some(&owner), None, "POST", "/admin/v1/members", json!({"userId": hank, "roles": ["IAM_OWNER"]}))
+        .await
+        .err(403, 7);
+    srv.call_as(Some(&owner), None, "POST", "/management/v1/orgs", json!({"name": "Mine"})).await.err(403, 7);
+});

@@ -1,0 +1,137 @@
+//! Runs the real `latch` binary as a child process.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::Value;
+
+pub struct LatchProcess {
+    pub child: Child,
+    pub base: String,
+    pub port: u16,
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The environment of a test process: fast hashing, quiet logs, the given store and key.
+pub fn base_env(port: u16, database_url: &str, masterkey: &str) -> Vec<(String, String)> {
+    vec![
+        ("LATCH_LISTEN".into(), format!("127.0.0.1:{port}")),
+        ("LATCH_EXTERNAL_URL".into(), format!("http://127.0.0.1:{port}")),
+        ("LATCH_DATABASE_URL".into(), database_url.into()),
+        ("LATCH_MASTERKEY".into(), masterkey.into()),
+        ("LATCH_PASSWORD_ARGON2_MEMORY_KIB".into(), "1024".into()),
+        ("LATCH_PASSWORD_ARGON2_ITERATIONS".into(), "1".into()),
+        ("LATCH_LOG_LEVEL".into(), "warn".into()),
+    ]
+}
+
+pub fn command(dir: &Path, env: &[(String, String)], args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_latch"));
+    cmd.current_dir(dir).args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("LATCH_") {
+            cmd.env_remove(k);
+        }
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+impl LatchProcess {
+    pub fn spawn(dir: &Path, env: &[(String, String)], port: u16) -> Self {
+        latch::crypto::install_tls_provider();
+        let child = command(dir, env, &["serve"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the latch binary starts");
+        LatchProcess { child, base: format!("http://127.0.0.1:{port}"), port }
+    }
+
+    /// Waits until `/readyz` answers 200 (panics with the process output after 30 s).
+    pub async fn wait_ready(&mut self) {
+        let client = reqwest::Client::new();
+        for _ in 0..300 {
+            if let Ok(r) = client.get(format!("{}/readyz", self.base)).send().await
+                && r.status() == 200
+            {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let out = self.output_now();
+                panic!("latch exited with {status}: {out}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let _ = self.child.kill();
+        panic!("latch did not become ready: {}", self.output_now());
+    }
+
+    fn output_now(&mut self) -> String {
+        use std::io::Read;
+        let mut s = String::new();
+        if let Some(e) = self.child.stderr.as_mut() {
+            let _ = e.read_to_string(&mut s);
+        }
+        s
+    }
+
+    /// Sends SIGTERM and waits for the exit.
+    pub fn terminate(mut self) -> (std::process::ExitStatus, String) {
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        use std::io::Read;
+        let status = self.child.wait().expect("wait");
+        let mut out = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut out);
+        }
+        if let Some(mut o) = self.child.stdout.take() {
+            let _ = o.read_to_string(&mut out);
+        }
+        (status, out)
+    }
+}
+
+impl Drop for LatchProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+/// A management call with a token to a running process; panics unless it succeeds.
+pub async fn call(base: &str, pat: &str, method: &str, path: &str, body: Value) -> Value {
+    let r = reqwest::Client::new()
+        .request(method.parse().unwrap(), format!("{base}{path}"))
+        .bearer_auth(pat)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let v: Value = r.json().await.unwrap();
+    assert!(status.is_success(), "{path}: {v}");
+    v
+}
+
+/// A form post with Basic client authentication: (status, JSON body).
+pub async fn post_form(url: &str, basic: (&str, &str), fields: &[(&str, &str)]) -> (u16, Value) {
+    let body = form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish();
+    let r = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("authorization", format!("Basic {}", STANDARD.encode(format!("{}:{}", basic.0, basic.1))))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let s = r.status().as_u16();
+    (s, r.json().await.unwrap_or(Value::Null))
+}

@@ -1,0 +1,253 @@
+//! Projects, roles, user grants, OIDC and API applications and their keys.
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::harness::TestServer;
+use crate::on_both;
+
+async fn project(srv: &TestServer, name: &str) -> String {
+    let r = srv.post("/management/v1/projects", json!({"name": name, "projectRoleAssertion": true})).await;
+    r.ok()["id"].as_str().unwrap().to_string()
+}
+
+fn full_oidc_app() -> Value {
+    json!({
+        "name": "portal",
+        "redirectUris": ["https://portal.example.com/cb", "https://portal.example.com/cb2"],
+        "responseTypes": ["OIDC_RESPONSE_TYPE_CODE", "OIDC_RESPONSE_TYPE_ID_TOKEN"],
+        "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_IMPLICIT", "OIDC_GRANT_TYPE_REFRESH_TOKEN", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"],
+        "appType": "OIDC_APP_TYPE_WEB",
+        "authMethodType": "OIDC_AUTH_METHOD_TYPE_POST",
+        "postLogoutRedirectUris": ["https://portal.example.com/bye"],
+        "version": "OIDC_VERSION_1_0",
+        "devMode": false,
+        "accessTokenType": "OIDC_TOKEN_TYPE_JWT",
+        "accessTokenRoleAssertion": true,
+        "idTokenRoleAssertion": true,
+        "idTokenUserinfoAssertion": true,
+        "clockSkew": "2s",
+        "additionalOrigins": ["https://cdn.example.com"],
+        "skipNativeAppSuccessPage": true,
+        "backChannelLogoutUri": "https://portal.example.com/backchannel",
+        "loginVersion": {"loginV1": {}}
+    })
+}
+
+on_both!(projects_roles_and_grants, |srv| {
+    let p = project(srv, "Shop").await;
+    srv.post("/management/v1/projects", json!({"name": "shop"})).await.err(409, 6);
+    srv.post("/management/v1/projects", json!({})).await.err(400, 3);
+    let r = srv.get(&format!("/management/v1/projects/{p}")).await;
+    assert_eq!(r.ok()["project"]["name"], "Shop");
+    assert_eq!(r.body["project"]["projectRoleAssertion"], true);
+    assert_eq!(r.body["project"]["state"], "PROJECT_STATE_ACTIVE");
+    srv.put(&format!("/management/v1/projects/{p}"), json!({"name": "Shop 2", "hasProjectCheck": true})).await.ok();
+    let r = srv
+        .post(
+            "/management/v1/projects/_search",
+            json!({"queries": [{"nameQuery": {"name": "Shop", "method": "TEXT_QUERY_METHOD_STARTS_WITH"}}]}),
+        )
+        .await;
+    assert_eq!(r.ok()["result"][0]["name"], "Shop 2");
+    assert!(r.body["result"][0].get("projectRoleAssertion").is_none(), "the update replaced every flag");
+
+    let roles = format!("/management/v1/projects/{p}/roles");
+    srv.post(&roles, json!({"roleKey": "reader", "displayName": "Reader", "group": "staff"})).await.ok();
+    srv.post(&roles, json!({"roleKey": "reader", "displayName": "Again"})).await.err(409, 6);
+    srv.post(&roles, json!({"roleKey": "has space", "displayName": "X"})).await.err(400, 3);
+    srv.post(
+        &format!("{roles}/_bulk"),
+        json!({"roles": [{"key": "writer", "displayName": "Writer"}, {"key": "admin", "displayName": "Admin"}]}),
+    )
+    .await
+    .ok();
+    srv.post(
+        &format!("{roles}/_bulk"),
+        json!({"roles": [{"key": "x", "displayName": "X"}, {"key": "reader", "displayName": "dup"}]}),
+    )
+    .await
+    .err(409, 6);
+    let r = srv.post(&format!("{roles}/_search"), json!({"query": {"asc": true}})).await;
+    let keys: Vec<_> = r.ok()["result"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, vec!["admin", "reader", "writer"], "the failed bulk call added nothing");
+
+    let alice = crate::users::create_alice(srv).await;
+    let grants = format!("/management/v1/users/{alice}/grants");
+    srv.post(&grants, json!({"projectId": p, "roleKeys": ["reader", "nope"]})).await.err(400, 9);
+    srv.post(&grants, json!({"projectId": "404", "roleKeys": []})).await.err(404, 5);
+    let r = srv.post(&grants, json!({"projectId": p, "roleKeys": ["reader", "writer"]})).await;
+    assert!(r.ok()["userGrantId"].is_string());
+    srv.post(&grants, json!({"projectId": p, "roleKeys": ["reader"]})).await.err(409, 6);
+    let mut c = srv.state.db.conn().await.unwrap();
+    let g = latch::store::project::grants_of_user(&mut c, &alice).await.unwrap();
+    assert_eq!(g[0].role_keys, vec!["reader", "writer"]);
+    drop(c);
+
+    // Another organization's project is invisible.
+    let other = srv.post("/management/v1/orgs", json!({"name": "Elsewhere"})).await;
+    let other = other.ok()["id"].as_str().unwrap().to_string();
+    srv.call_as(Some(&srv.pat), Some(&other), "GET", &format!("/management/v1/projects/{p}"), json!(null))
+        .await
+        .err(404, 5);
+
+    srv.delete(&format!("/management/v1/projects/{p}")).await.ok();
+    srv.get(&format!("/management/v1/projects/{p}")).await.err(404, 5);
+    assert_eq!(srv.count("project_role").await, 0, "roles go with their project");
+    assert_eq!(srv.count("user_grant").await, 0, "grants go with their project");
+});
+
+on_both!(oidc_applications, |srv| {
+    let p = project(srv, "Portal").await;
+    let apps = format!("/management/v1/projects/{p}/apps");
+    let r = srv.post(&format!("{apps}/oidc"), full_oidc_app()).await;
+    let created = r.ok().clone();
+    let app_id = created["appId"].as_str().unwrap().to_string();
+    let client_id = created["clientId"].as_str().unwrap().to_string();
+    assert_eq!(created["clientSecret"].as_str().unwrap().len(), 43, "POST apps get a secret");
+    assert!(created.get("noneCompliant").is_none(), "https URIs for code and implicit are compliant: {created}");
+
+    let r = srv.get(&format!("{apps}/{app_id}")).await;
+    let c = r.ok()["app"]["oidcConfig"].clone();
+    let want = full_oidc_app();
+    for field in [
+        "redirectUris",
+        "responseTypes",
+        "grantTypes",
+        "postLogoutRedirectUris",
+        "accessTokenType",
+        "accessTokenRoleAssertion",
+        "idTokenRoleAssertion",
+        "idTokenUserinfoAssertion",
+        "additionalOrigins",
+        "skipNativeAppSuccessPage",
+        "backChannelLogoutUri",
+        "loginVersion",
+        "authMethodType",
+    ] {
+        assert_eq!(c[field], want[field], "{field}");
+    }
+    assert_eq!(c["clockSkew"], "2s");
+    assert_eq!(c["clientId"], client_id.as_str());
+    assert_eq!(c["allowedOrigins"], json!(["https://portal.example.com", "https://cdn.example.com"]));
+    assert!(c.get("appType").is_none(), "WEB is the zero value");
+    assert_eq!(r.body["app"]["name"], "portal");
+    assert_eq!(r.body["app"]["state"], "APP_STATE_ACTIVE");
+
+    // A compliant public native app gets no secret and no problems.
+    let native = json!({"name": "cli", "redirectUris": ["http://127.0.0.1:8765/cb", "com.example.cli:/cb"],
+        "appType": "OIDC_APP_TYPE_NATIVE", "authMethodType": "OIDC_AUTH_METHOD_TYPE_NONE"});
+    let r = srv.post(&format!("{apps}/oidc"), native).await;
+    assert!(r.ok().get("clientSecret").is_none());
+    assert!(r.body.get("noneCompliant").is_none(), "{}", r.text);
+    let cli = r.body["appId"].as_str().unwrap().to_string();
+    srv.post(&format!("{apps}/{cli}/oidc_config/_generate_client_secret"), json!({})).await.err(400, 9);
+    // A non-compliant one is created and reported.
+    let r = srv
+        .post(&format!("{apps}/oidc"), json!({"name": "plain", "redirectUris": ["http://app.example.com/cb"]}))
+        .await;
+    let keys: Vec<_> =
+        r.ok()["complianceProblems"].as_array().unwrap().iter().map(|p| p["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, vec!["Application.OIDC.V1.NotCompliant", "Application.OIDC.V1.Code.RedirectUris.HttpOnlyForWeb"]);
+    assert!(r.body["complianceProblems"][0]["localizedMessage"].as_str().is_some_and(|s| !s.is_empty()));
+
+    // Hard errors: nothing is created.
+    let before = srv.count("app").await;
+    for bad in [
+        json!({"name": "", "redirectUris": ["https://a.example/cb"]}),
+        json!({"name": "x", "redirectUris": ["https://a.example/cb#frag"]}),
+        json!({"name": "x", "redirectUris": ["not a uri"]}),
+        json!({"name": "x", "responseTypes": ["OIDC_RESPONSE_TYPE_ID_TOKEN"], "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE"]}),
+        json!({"name": "x", "clockSkew": "6s"}),
+        json!({"name": "x", "clockSkew": "soon"}),
+        json!({"name": "x", "additionalOrigins": ["https://a.example/path"]}),
+        json!({"name": "x", "appType": "OIDC_APP_TYPE_TOASTER"}),
+        json!({"name": "x", "authMethodType": 9}),
+        json!({"name": "portal", "redirectUris": ["https://a.example/cb"]}),
+    ] {
+        let r = srv.post(&format!("{apps}/oidc"), bad.clone()).await;
+        assert!(r.status == 400 || r.status == 409, "{bad}: {}", r.text);
+    }
+    assert_eq!(srv.count("app").await, before);
+    srv.post("/management/v1/projects/404/apps/oidc", json!({"name": "x"})).await.err(404, 5);
+
+    // Update replaces the configuration; switching to NONE drops the secret.
+    let mut update = full_oidc_app();
+    update["authMethodType"] = json!("OIDC_AUTH_METHOD_TYPE_NONE");
+    update["redirectUris"] = json!(["https://portal.example.com/new"]);
+    srv.put(&format!("{apps}/{app_id}/oidc_config"), update.clone()).await.ok();
+    srv.put(&format!("{apps}/{app_id}/oidc_config"), update).await.err(400, 9);
+    let r = srv.get(&format!("{apps}/{app_id}")).await;
+    assert_eq!(r.ok()["app"]["oidcConfig"]["redirectUris"], json!(["https://portal.example.com/new"]));
+    let mut c = srv.state.db.conn().await.unwrap();
+    let stored = latch::store::app::get_by_client_id(&mut c, &client_id).await.unwrap().unwrap();
+    assert!(stored.secret_digest.is_none());
+    drop(c);
+    let mut back = full_oidc_app();
+    back["authMethodType"] = json!("OIDC_AUTH_METHOD_TYPE_BASIC");
+    srv.put(&format!("{apps}/{app_id}/oidc_config"), back).await.ok();
+    let s = srv.post(&format!("{apps}/{app_id}/oidc_config/_generate_client_secret"), json!({})).await;
+    let secret = s.ok()["clientSecret"].as_str().unwrap().to_string();
+    let mut c = srv.state.db.conn().await.unwrap();
+    let stored = latch::store::app::get_by_client_id(&mut c, &client_id).await.unwrap().unwrap();
+    assert!(latch::crypto::secret::matches(stored.secret_digest.as_ref().unwrap(), &secret));
+    drop(c);
+
+    let r = srv.post(&format!("{apps}/_search"), json!({"queries": [{"nameQuery": {"name": "cli"}}]})).await;
+    assert_eq!(r.ok()["details"]["totalResult"], "1");
+    let r = srv.post(&format!("{apps}/_search"), json!({})).await;
+    assert_eq!(r.ok()["details"]["totalResult"], "3");
+    srv.delete(&format!("{apps}/{cli}")).await.ok();
+    srv.get(&format!("{apps}/{cli}")).await.err(404, 5);
+});
+
+on_both!(api_applications_and_app_keys, |srv| {
+    let p = project(srv, "Backend").await;
+    let apps = format!("/management/v1/projects/{p}/apps");
+    let r = srv.post(&format!("{apps}/api"), json!({"name": "resource-server"})).await;
+    assert!(r.ok()["clientSecret"].is_string(), "BASIC is the default");
+    let basic = r.body["appId"].as_str().unwrap().to_string();
+    let r = srv
+        .post(
+            &format!("{apps}/api"),
+            json!({"name": "jwt-rs", "authMethodType": "API_AUTH_METHOD_TYPE_PRIVATE_KEY_JWT"}),
+        )
+        .await;
+    assert!(r.ok().get("clientSecret").is_none());
+    let jwt_app = r.body["appId"].as_str().unwrap().to_string();
+    let jwt_client = r.body["clientId"].as_str().unwrap().to_string();
+    let r = srv.get(&format!("{apps}/{jwt_app}")).await;
+    assert_eq!(r.ok()["app"]["apiConfig"]["authMethodType"], "API_AUTH_METHOD_TYPE_PRIVATE_KEY_JWT");
+    srv.post(&format!("{apps}/{basic}/api_config/_generate_client_secret"), json!({})).await.ok();
+    srv.post(&format!("{apps}/{jwt_app}/api_config/_generate_client_secret"), json!({})).await.err(400, 9);
+    srv.put(&format!("{apps}/{basic}/api_config"), json!({"authMethodType": "API_AUTH_METHOD_TYPE_BASIC"}))
+        .await
+        .err(400, 9);
+
+    // Keys only for PRIVATE_KEY_JWT applications.
+    srv.post(&format!("{apps}/{basic}/keys"), json!({"type": "KEY_TYPE_JSON"})).await.err(400, 9);
+    let r = srv.post(&format!("{apps}/{jwt_app}/keys"), json!({"type": "KEY_TYPE_JSON"})).await;
+    let key_id = r.ok()["id"].as_str().unwrap().to_string();
+    let file: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD.decode(r.body["keyDetails"].as_str().unwrap()).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(file["type"], "application");
+    assert_eq!(file["keyId"], key_id.as_str());
+    assert_eq!(file["appId"], jwt_app.as_str());
+    assert_eq!(file["clientId"], jwt_client.as_str());
+    assert!(jsonwebtoken::EncodingKey::from_rsa_pem(file["key"].as_str().unwrap().as_bytes()).is_ok());
+    let r = srv.post(&format!("{apps}/{jwt_app}/keys/_search"), json!({})).await;
+    assert_eq!(r.ok()["details"]["totalResult"], "1");
+    srv.get(&format!("{apps}/{jwt_app}/keys/{key_id}")).await.ok();
+    srv.delete(&format!("{apps}/{jwt_app}/keys/{key_id}")).await.ok();
+    srv.delete(&format!("{apps}/{jwt_app}/keys/{key_id}")).await.err(404, 5);
+
+    // An OIDC app with private_key_jwt gets keys too.
+    let r = srv.post(&format!("{apps}/oidc"), json!({"name": "pkjwt", "redirectUris": ["https://a.example/cb"], "authMethodType": "OIDC_AUTH_METHOD_TYPE_PRIVATE_KEY_JWT"})).await;
+    let oidc = r.ok()["appId"].as_str().unwrap().to_string();
+    srv.post(&format!("{apps}/{oidc}/keys"), json!({"type": "KEY_TYPE_JSON"})).await.ok();
+    // Removing an app removes its keys.
+    srv.delete(&format!("{apps}/{oidc}")).await.ok();
+    assert_eq!(srv.count("app_key").await, 0);
+});

@@ -1,0 +1,196 @@
+//! Two latch processes on one PostgreSQL behave as one server: every step of a flow may land on
+//! either, and revocation, logout and key changes on one are seen by the other at once.
+
+use serde_json::json;
+
+use crate::browser::{Browser, param, pkce};
+use crate::harness::{create_pg_database, drop_pg_database};
+use crate::process::{LatchProcess, base_env, call, free_port, post_form};
+
+const KEY: &str = "MasterkeyNeedsToHave32Characters";
+const CB: &str = "https://app.example.com/cb";
+
+#[tokio::test]
+async fn two_replicas_share_one_store() {
+    let (url, name) = create_pg_database().await;
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let ports = [free_port(), free_port()];
+    let issuer = format!("http://127.0.0.1:{}", ports[0]);
+    let mut procs = Vec::new();
+    for (d, p) in dirs.iter().zip(ports) {
+        let mut env = base_env(p, &url, KEY);
+        env.retain(|(k, _)| k != "LATCH_EXTERNAL_URL");
+        env.push(("LATCH_EXTERNAL_URL".into(), issuer.clone()));
+        env.push(("LATCH_KEYS_REFRESH_INTERVAL".into(), "1s".into()));
+        procs.push(LatchProcess::spawn(d.path(), &env, p));
+    }
+    for p in procs.iter_mut() {
+        p.wait_ready().await;
+    }
+    let (a, b) = (format!("http://127.0.0.1:{}", ports[0]), format!("http://127.0.0.1:{}", ports[1]));
+    let pat_file = dirs.iter().map(|d| d.path().join("data/admin.pat")).find(|p| p.exists()).unwrap();
+    let pat = std::fs::read_to_string(pat_file).unwrap().trim().to_string();
+
+    // Set up on A.
+    let project = call(&a, &pat, "POST", "/management/v1/projects", json!({"name": "p"})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let app = call(
+        &a,
+        &pat,
+        "POST",
+        &format!("/management/v1/projects/{project}/apps/oidc"),
+        json!({"name": "web", "redirectUris": [CB],
+        "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN"]}),
+    )
+    .await;
+    let (client_id, secret) =
+        (app["clientId"].as_str().unwrap().to_string(), app["clientSecret"].as_str().unwrap().to_string());
+    let rs =
+        call(&a, &pat, "POST", &format!("/management/v1/projects/{project}/apps/api"), json!({"name": "rs"})).await;
+    let (rs_id, rs_secret) =
+        (rs["clientId"].as_str().unwrap().to_string(), rs["clientSecret"].as_str().unwrap().to_string());
+    let user = call(&b, &pat, "POST", "/management/v1/users/human", json!({"userName": "alice", "profile": {"firstName": "A", "lastName": "L"}, "email": {"email": "a@example.com", "isEmailVerified": true}})).await;
+    let uid = user["userId"].as_str().unwrap();
+    call(
+        &b,
+        &pat,
+        "POST",
+        &format!("/management/v1/users/{uid}/password"),
+        json!({"password": "Wonder-land1", "noChangeRequired": true}),
+    )
+    .await;
+
+    // Start on A, every page on B, exchange on A: the cookie is per host, like behind a load balancer.
+    let browser = Browser::at(&a);
+    let (verifier, challenge) = pkce();
+    let q = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs([
+            ("client_id", client_id.as_str()),
+            ("redirect_uri", CB),
+            ("response_type", "code"),
+            ("scope", "openid offline_access"),
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+        ])
+        .finish();
+    let first = browser.get(&format!("{a}/oauth/v2/authorize?{q}")).await;
+    let login = first.location().to_string();
+    let id = Browser::request_id(&login);
+    let page = browser.get(&format!("{b}{login}")).await;
+    assert_eq!(page.status, 200, "the request started on A is found on B");
+    let pw =
+        browser.post(&format!("{b}/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "alice")]).await;
+    let done = browser
+        .post(&format!("{b}/ui/login/{id}/password"), &[("csrf", &pw.csrf()), ("password", "Wonder-land1")])
+        .await;
+    let code = param(&done.redirect_params(), "code").unwrap().to_string();
+    let (s, t) = post_form(
+        &format!("{a}/oauth/v2/token"),
+        (&client_id, &secret),
+        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
+    )
+    .await;
+    assert_eq!(s, 200, "{t}");
+    let at = t["access_token"].as_str().unwrap().to_string();
+    let rt = t["refresh_token"].as_str().unwrap().to_string();
+    let active = |base: String, tok: String| {
+        let (rs_id, rs_secret) = (rs_id.clone(), rs_secret.clone());
+        async move {
+            post_form(&format!("{base}/oauth/v2/introspect"), (&rs_id, &rs_secret), &[("token", &tok)]).await.1["active"]
+                == json!(true)
+        }
+    };
+    assert!(active(b.clone(), at.clone()).await && active(a.clone(), at.clone()).await);
+    // Revoke on B: inactive on both, at once.
+    let (s, _) = post_form(&format!("{b}/oauth/v2/revoke"), (&client_id, &secret), &[("token", &at)]).await;
+    assert_eq!(s, 200);
+    assert!(!active(a.clone(), at.clone()).await && !active(b.clone(), at.clone()).await);
+    // Refresh on B, then log out on A: the refreshed tokens die on both.
+    let (s, t2) = post_form(
+        &format!("{b}/oauth/v2/token"),
+        (&client_id, &secret),
+        &[("grant_type", "refresh_token"), ("refresh_token", &rt)],
+    )
+    .await;
+    assert_eq!(s, 200, "{t2}");
+    let at2 = t2["access_token"].as_str().unwrap().to_string();
+    assert!(active(a.clone(), at2.clone()).await);
+    let out = browser.get(&format!("{a}/oidc/v1/end_session")).await;
+    assert_eq!(out.status, 200);
+    assert!(!active(b.clone(), at2.clone()).await && !active(a.clone(), at2.clone()).await);
+    let rt2 = t2["refresh_token"].as_str().unwrap();
+    let (s, _) = post_form(
+        &format!("{b}/oauth/v2/token"),
+        (&client_id, &secret),
+        &[("grant_type", "refresh_token"), ("refresh_token", rt2)],
+    )
+    .await;
+    assert_eq!(s, 400);
+
+    // A key activated on A signs on B within the refresh interval.
+    let key = call(&a, &pat, "POST", "/v2/web_keys", json!({"ecdsa": {}})).await["id"].as_str().unwrap().to_string();
+    call(&a, &pat, "POST", &format!("/v2/web_keys/{key}/_activate"), json!({})).await;
+    let mut seen = false;
+    for _ in 0..30 {
+        let keys = call(&b, &pat, "GET", "/v2/web_keys", json!(null)).await;
+        if keys["webKeys"].as_array().unwrap().iter().any(|k| k["id"] == key.as_str() && k["state"] == "STATE_ACTIVE") {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(seen, "B sees the key A activated");
+    // B signs with it (within its refresh interval).
+    let mut signed_with_new = false;
+    for _ in 0..30 {
+        let browser2 = Browser::at(&b);
+        let (verifier, challenge) = pkce();
+        let q = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs([
+                ("client_id", client_id.as_str()),
+                ("redirect_uri", CB),
+                ("response_type", "code"),
+                ("scope", "openid"),
+                ("code_challenge", challenge.as_str()),
+                ("code_challenge_method", "S256"),
+            ])
+            .finish();
+        let first = browser2.get(&format!("{b}/oauth/v2/authorize?{q}")).await;
+        let login = first.location().to_string();
+        let id = Browser::request_id(&login);
+        let page = browser2.get(&format!("{b}{login}")).await;
+        let pw = browser2
+            .post(&format!("{b}/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "alice")])
+            .await;
+        let done = browser2
+            .post(&format!("{b}/ui/login/{id}/password"), &[("csrf", &pw.csrf()), ("password", "Wonder-land1")])
+            .await;
+        let code = param(&done.redirect_params(), "code").unwrap().to_string();
+        let (_, t) = post_form(
+            &format!("{b}/oauth/v2/token"),
+            (&client_id, &secret),
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", CB),
+                ("code_verifier", &verifier),
+            ],
+        )
+        .await;
+        let header = crate::token::header(t["id_token"].as_str().unwrap());
+        if header["kid"] == key.as_str() {
+            assert_eq!(header["alg"], "ES256");
+            signed_with_new = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(signed_with_new, "B signs with the key activated on A");
+    for p in procs {
+        let (status, out) = p.terminate();
+        assert!(status.success(), "{out}");
+    }
+    drop_pg_database(&name).await;
+}

@@ -1,0 +1,421 @@
+//! Introspection, userinfo, revocation, end session, the management API with access tokens,
+//! and the sweep.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+
+use crate::browser::{Browser, human, oidc_app, param};
+use crate::harness::{TestServer, now};
+use crate::on_both;
+use crate::token::{code_for, machine_key, sign, token};
+
+const CB: &str = "https://app.example.com/cb";
+
+async fn form(
+    srv: &TestServer,
+    path: &str,
+    basic: Option<(&str, &str)>,
+    fields: &[(&str, &str)],
+) -> (u16, reqwest::header::HeaderMap, Value) {
+    let body = form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish();
+    let mut req = reqwest::Client::new()
+        .post(srv.url(path))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body);
+    if let Some((id, secret)) = basic {
+        req = req.header("authorization", format!("Basic {}", STANDARD.encode(format!("{id}:{secret}"))));
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let headers = r.headers().clone();
+    let text = r.text().await.unwrap();
+    (status, headers, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+async fn userinfo(srv: &TestServer, at: &str) -> (u16, reqwest::header::HeaderMap, Value) {
+    let r = reqwest::Client::new().get(srv.url("/oidc/v1/userinfo")).bearer_auth(at).send().await.unwrap();
+    let status = r.status().as_u16();
+    let headers = r.headers().clone();
+    (status, headers, r.json().await.unwrap_or(Value::Null))
+}
+
+/// An API application (a resource server) in `project`, with its client id and secret.
+async fn api_app(srv: &TestServer, project: &str) -> (String, String) {
+    let r = srv
+        .post(
+            &format!("/management/v1/projects/{project}/apps/api"),
+            json!({"name": format!("rs{}", latch::id::new_id())}),
+        )
+        .await;
+    (r.ok()["clientId"].as_str().unwrap().to_string(), r.body["clientSecret"].as_str().unwrap().to_string())
+}
+
+/// Signs alice in and returns (client id, secret, project, token response).
+async fn signed_in(srv: &TestServer, scope: &str, app: Value) -> (String, String, String, Value) {
+    let (client_id, secret, project) = oidc_app(srv, app).await;
+    let secret = secret.unwrap();
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, scope).await;
+    let t = token(
+        srv,
+        Some((&client_id, &secret)),
+        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
+    )
+    .await;
+    let body = t.ok().clone();
+    (client_id, secret, project, body)
+}
+
+on_both!(introspection, |srv| {
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    for jwt in [false, true] {
+        let app = if jwt { json!({"accessTokenType": "OIDC_TOKEN_TYPE_JWT"}) } else { json!({}) };
+        let (client_id, secret, project, t) = signed_in(srv, "openid profile email", app).await;
+        let at = t["access_token"].as_str().unwrap();
+        assert_eq!(at.contains('.'), jwt);
+        let (rs, rs_secret) = api_app(srv, &project).await;
+        let (status, headers, body) =
+            form(srv, "/oauth/v2/introspect", Some((&rs, &rs_secret)), &[("token", at)]).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(headers.get("cache-control").unwrap(), "no-store");
+        assert_eq!(body["active"], true);
+        for f in ["aud", "client_id", "exp", "iat", "iss", "jti", "nbf", "scope", "token_type", "username"] {
+            assert!(body.get(f).is_some(), "{f} missing: {body}");
+        }
+        assert_eq!(body["token_type"], "Bearer");
+        assert_eq!(body["client_id"], client_id.as_str());
+        assert_eq!(body["username"], "alice@latch.127.0.0.1");
+        assert_eq!(body["sub"], alice.as_str());
+        assert_eq!(body["email"], "alice@example.com");
+        assert_eq!(body["given_name"], "alice");
+        assert!(body["aud"].as_array().unwrap().contains(&json!(project)));
+        // The client itself may introspect too.
+        let (_, _, own) = form(srv, "/oauth/v2/introspect", Some((&client_id, &secret)), &[("token", at)]).await;
+        assert_eq!(own["active"], true);
+        // Another project's resource server sees nothing.
+        let other = srv.post("/management/v1/projects", json!({"name": format!("other{jwt}")})).await;
+        let (ors, ors_secret) = api_app(srv, other.ok()["id"].as_str().unwrap()).await;
+        let (_, _, b) = form(srv, "/oauth/v2/introspect", Some((&ors, &ors_secret)), &[("token", at)]).await;
+        assert_eq!(b, json!({"active": false}));
+        // Garbage, expired.
+        for bad in ["garbage", "x.y.z", &"a".repeat(20000), "eyJhbGciOiJub25lIn0.e30."] {
+            let (s, _, b) = form(srv, "/oauth/v2/introspect", Some((&rs, &rs_secret)), &[("token", bad)]).await;
+            assert_eq!((s, b), (200, json!({"active": false})));
+        }
+        srv.clock.advance(43201);
+        let (_, _, b) = form(srv, "/oauth/v2/introspect", Some((&rs, &rs_secret)), &[("token", at)]).await;
+        assert_eq!(b, json!({"active": false}), "expired");
+        srv.clock.advance(-43201);
+    }
+    // Client authentication failures are 401; a missing token is invalid_request.
+    let (_, _, project, t) = signed_in(srv, "openid", json!({"name": "x"})).await;
+    let (rs, rs_secret) = api_app(srv, &project).await;
+    let at = t["access_token"].as_str().unwrap();
+    let (s, h, b) = form(srv, "/oauth/v2/introspect", Some((&rs, "wrong")), &[("token", at)]).await;
+    assert_eq!((s, b["error"].as_str()), (401, Some("invalid_client")));
+    assert!(h.get("www-authenticate").is_some());
+    let (s, _, b) =
+        form(srv, "/oauth/v2/introspect", None, &[("token", at), ("client_id", &rs), ("client_secret", &rs_secret)])
+            .await;
+    assert_eq!((s, b["error"].as_str()), (401, Some("invalid_client")), "client_secret_post is not accepted here");
+    let (s, _, b) = form(srv, "/oauth/v2/introspect", None, &[("token", at)]).await;
+    assert_eq!((s, b["error"].as_str()), (401, Some("invalid_client")));
+    let (s, _, b) = form(srv, "/oauth/v2/introspect", Some((&rs, &rs_secret)), &[]).await;
+    assert_eq!((s, b["error"].as_str()), (400, Some("invalid_request")));
+    // A personal access token is introspectable by any resource server.
+    let (_, pat) = srv.machine_with_roles(None, "script", &[]).await;
+    let (_, _, b) = form(srv, "/oauth/v2/introspect", Some((&rs, &rs_secret)), &[("token", &pat)]).await;
+    assert_eq!(b["active"], true);
+    assert_eq!(b["username"], "script@latch.127.0.0.1");
+});
+
+on_both!(userinfo_endpoint, |srv| {
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    let (client_id, _, _, t) = signed_in(srv, "openid profile email phone", json!({})).await;
+    let at = t["access_token"].as_str().unwrap();
+    let (s, h, b) = userinfo(srv, at).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(h.get("cache-control").unwrap(), "no-store");
+    assert_eq!(b["sub"], alice.as_str());
+    assert_eq!(b["email"], "alice@example.com");
+    assert_eq!(b["email_verified"], true);
+    assert_eq!(b["preferred_username"], "alice@latch.127.0.0.1");
+    assert_eq!(b["name"], "alice Test");
+    assert!(b.get("phone_number").is_none(), "alice has no phone");
+    assert!(b.get("aud").is_none() && b.get("exp").is_none());
+    // POST with the token in the header or in the body.
+    let r = reqwest::Client::new().post(srv.url("/oidc/v1/userinfo")).bearer_auth(at).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let r = reqwest::Client::new()
+        .post(srv.url("/oidc/v1/userinfo"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("access_token={at}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = reqwest::Client::new()
+        .post(srv.url("/oidc/v1/userinfo"))
+        .bearer_auth(at)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("access_token={at}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400, "two tokens");
+    // Missing: a bare challenge. Invalid: invalid_token.
+    let r = reqwest::get(srv.url("/oidc/v1/userinfo")).await.unwrap();
+    assert_eq!(r.status(), 401);
+    assert_eq!(r.headers().get("www-authenticate").unwrap(), "Bearer");
+    let (s, h, _) = userinfo(srv, "garbage").await;
+    assert_eq!(s, 401);
+    assert!(h.get("www-authenticate").unwrap().to_str().unwrap().starts_with("Bearer error=\"invalid_token\""));
+    let _ = client_id;
+    // A machine user's token gets only a machine user's claims.
+    let r = srv.post("/management/v1/users/machine", json!({"userName": "robot", "name": "Robot"})).await;
+    let robot = r.ok()["userId"].as_str().unwrap().to_string();
+    let sec = srv.put(&format!("/management/v1/users/{robot}/secret"), json!({})).await;
+    let secret = sec.ok()["clientSecret"].as_str().unwrap().to_string();
+    let t = token(
+        srv,
+        Some(("robot", &secret)),
+        &[("grant_type", "client_credentials"), ("scope", "openid profile email")],
+    )
+    .await;
+    let (s, _, b) = userinfo(srv, t.ok()["access_token"].as_str().unwrap()).await;
+    assert_eq!(s, 200);
+    assert_eq!(b["name"], "Robot");
+    assert!(b.get("email").is_none() && b.get("given_name").is_none());
+    // Without openid: insufficient scope.
+    let t = token(srv, Some(("robot", &secret)), &[("grant_type", "client_credentials"), ("scope", "profile")]).await;
+    let (s, h, _) = userinfo(srv, t.ok()["access_token"].as_str().unwrap()).await;
+    assert_eq!(s, 403);
+    assert!(h.get("www-authenticate").unwrap().to_str().unwrap().contains("insufficient_scope"));
+});
+
+on_both!(revocation_endpoint, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let (client_id, secret, project, t) = signed_in(srv, "openid offline_access", json!({})).await;
+    let (rs, rs_secret) = api_app(srv, &project).await;
+    let at = t["access_token"].as_str().unwrap().to_string();
+    let rt = t["refresh_token"].as_str().unwrap().to_string();
+    let active = |tok: String| {
+        let (rs, rs_secret) = (rs.clone(), rs_secret.clone());
+        async move {
+            form(srv, "/oauth/v2/introspect", Some((&rs, &rs_secret)), &[("token", &tok)]).await.2["active"]
+                == json!(true)
+        }
+    };
+    assert!(active(at.clone()).await);
+    // Another client may not revoke the token.
+    let (other, other_secret, _) = oidc_app(srv, json!({"name": "other"})).await;
+    let (s, _, b) =
+        form(srv, "/oauth/v2/revoke", Some((&other, other_secret.as_deref().unwrap())), &[("token", &at)]).await;
+    assert_eq!((s, b["error"].as_str()), (400, Some("unauthorized_client")));
+    assert!(active(at.clone()).await);
+    // Revoking the access token revokes only it.
+    let (s, h, _) = form(
+        srv,
+        "/oauth/v2/revoke",
+        Some((&client_id, &secret)),
+        &[("token", &at), ("token_type_hint", "access_token")],
+    )
+    .await;
+    assert_eq!(s, 200);
+    assert_eq!(h.get("cache-control").unwrap(), "no-store");
+    assert!(!active(at.clone()).await);
+    let r = token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", &rt)]).await;
+    let t2 = r.ok().clone();
+    let at2 = t2["access_token"].as_str().unwrap().to_string();
+    let rt2 = t2["refresh_token"].as_str().unwrap().to_string();
+    assert!(active(at2.clone()).await);
+    // Revoking the refresh token revokes the chain and its access tokens; a wrong hint is only a hint.
+    let (s, _, _) = form(
+        srv,
+        "/oauth/v2/revoke",
+        Some((&client_id, &secret)),
+        &[("token", &rt2), ("token_type_hint", "access_token")],
+    )
+    .await;
+    assert_eq!(s, 200);
+    assert!(!active(at2).await);
+    token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", &rt2)])
+        .await
+        .err(400, "invalid_grant");
+    // Unknown or already revoked tokens: 200. Bad input: errors.
+    for tok in ["unknown-token", rt2.as_str()] {
+        let (s, _, _) = form(srv, "/oauth/v2/revoke", Some((&client_id, &secret)), &[("token", tok)]).await;
+        assert_eq!(s, 200);
+    }
+    let (s, _, b) =
+        form(srv, "/oauth/v2/revoke", Some((&client_id, &secret)), &[("token", "x"), ("token_type_hint", "id_token")])
+            .await;
+    assert_eq!((s, b["error"].as_str()), (400, Some("unsupported_token_type")));
+    let (s, _, b) = form(srv, "/oauth/v2/revoke", Some((&client_id, &secret)), &[]).await;
+    assert_eq!((s, b["error"].as_str()), (400, Some("invalid_request")));
+    let (s, h, b) = form(srv, "/oauth/v2/revoke", Some((&client_id, "wrong")), &[("token", "x")]).await;
+    assert_eq!((s, b["error"].as_str()), (401, Some("invalid_client")));
+    assert!(h.get("www-authenticate").unwrap().to_str().unwrap().starts_with("Basic"));
+});
+
+on_both!(end_session_ends_sessions_and_their_tokens, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let (client_id, secret, project) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    let (rs, rs_secret) = api_app(srv, &project).await;
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+    let t = token(
+        srv,
+        Some((&client_id, &secret)),
+        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
+    )
+    .await;
+    let t = t.ok().clone();
+    let (at, rt, idt) =
+        (t["access_token"].as_str().unwrap(), t["refresh_token"].as_str().unwrap(), t["id_token"].as_str().unwrap());
+    // Bad requests never redirect.
+    let r = b
+        .get(&format!("/oidc/v1/end_session?id_token_hint={idt}&post_logout_redirect_uri=https://evil.example/"))
+        .await;
+    assert_eq!(r.status, 400);
+    assert!(r.location.is_none());
+    let r = b.get(&format!("/oidc/v1/end_session?id_token_hint={idt}&client_id=someone-else")).await;
+    assert_eq!(r.status, 400);
+    let mut forged: Vec<&str> = idt.split('.').collect();
+    let payload =
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json!({"sub": "x", "aud": client_id}).to_string());
+    forged[1] = &payload;
+    let r = b.get(&format!("/oidc/v1/end_session?id_token_hint={}", forged.join("."))).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(srv.count("session").await, 1, "nothing ended yet");
+    // A valid request (even with an expired hint) ends the session and redirects with state.
+    srv.clock.advance(43201);
+    let r = b
+        .get(&format!(
+            "/oidc/v1/end_session?id_token_hint={idt}&post_logout_redirect_uri=https://app.example.com/bye&state=xyz"
+        ))
+        .await;
+    assert_eq!(r.status, 303, "{}", r.html);
+    assert_eq!(r.location(), "https://app.example.com/bye?state=xyz");
+    srv.clock.advance(-43201);
+    assert_eq!(srv.count("session").await, 0);
+    let (_, _, i) = form(srv, "/oauth/v2/introspect", Some((&rs, &rs_secret)), &[("token", at)]).await;
+    assert_eq!(i["active"], false, "the session's access token is inactive");
+    token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", rt)])
+        .await
+        .err(400, "invalid_grant");
+    // prompt=none now fails: the browser is signed out.
+    let (_, r) = b
+        .authorize(&[
+            ("client_id", &client_id),
+            ("redirect_uri", CB),
+            ("response_type", "code"),
+            ("scope", "openid"),
+            ("prompt", "none"),
+        ])
+        .await;
+    assert_eq!(param(&r.redirect_params(), "error"), Some("login_required"));
+    // Without parameters: the signed-out page.
+    let r = b.get("/oidc/v1/end_session").await;
+    assert_eq!(r.status, 200);
+    assert!(r.html.contains("signed out"));
+    // A post_logout_redirect_uri without a client is ignored.
+    let r = b.get("/oidc/v1/end_session?post_logout_redirect_uri=https://app.example.com/bye").await;
+    assert_eq!(r.status, 200);
+});
+
+on_both!(management_api_with_a_jwt_bearer_token, |srv| {
+    let (robot, _) = srv.machine_with_roles(None, "ops", &["ORG_OWNER"]).await;
+    let (kid, key) = machine_key(srv, &robot).await;
+    let n = now();
+    let assertion = sign(&kid, &key, &json!({"iss": robot, "sub": robot, "aud": srv.base, "iat": n, "exp": n + 300}));
+    let t = token(
+        srv,
+        None,
+        &[
+            ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+            ("assertion", &assertion),
+            ("scope", "openid urn:service:iam:org:project:id:latch:aud"),
+        ],
+    )
+    .await;
+    let at = t.ok()["access_token"].as_str().unwrap().to_string();
+    let r = srv.call_as(Some(&at), None, "GET", "/management/v1/orgs/me", json!(null)).await;
+    assert_eq!(r.ok()["org"]["name"], "latch");
+    srv.call_as(Some(&at), None, "POST", "/management/v1/projects", json!({"name": "from a token"})).await.ok();
+    // Without the API audience the token is refused.
+    let assertion = sign(&kid, &key, &json!({"iss": robot, "sub": robot, "aud": srv.base, "iat": n, "exp": n + 300}));
+    let t = token(
+        srv,
+        None,
+        &[
+            ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+            ("assertion", &assertion),
+            ("scope", "openid"),
+        ],
+    )
+    .await;
+    let plain = t.ok()["access_token"].as_str().unwrap().to_string();
+    let r = srv.call_as(Some(&plain), None, "GET", "/management/v1/orgs/me", json!(null)).await;
+    assert!(r.err(401, 16).contains("latch:aud"));
+});
+
+on_both!(the_sweep_keeps_tables_bounded, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    for _ in 0..3 {
+        let b = Browser::new(srv);
+        let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+        let t = token(
+            srv,
+            Some((&client_id, &secret)),
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", CB),
+                ("code_verifier", &verifier),
+            ],
+        )
+        .await;
+        let rt = t.ok()["refresh_token"].as_str().unwrap().to_string();
+        token(
+            srv,
+            Some((&client_id, &secret)),
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", CB),
+                ("code_verifier", &verifier),
+            ],
+        )
+        .await;
+        let _ = rt;
+        let (_, _) = b
+            .authorize(&[
+                ("client_id", &client_id),
+                ("redirect_uri", CB),
+                ("response_type", "code"),
+                ("scope", "openid"),
+                ("prompt", "login"),
+            ])
+            .await;
+    }
+    for t in ["auth_request", "auth_code", "session", "refresh_token", "revocation"] {
+        assert!(srv.count(t).await > 0, "{t} has rows");
+    }
+    // Nothing is due yet.
+    let r = latch::sweep::sweep(&srv.state.db, latch::clock::Clock::now(&*srv.clock), 2, 100).await.unwrap();
+    assert_eq!(r.total(), 0, "{r:?}");
+    // 91 days later every row has expired and goes, two at a time.
+    srv.clock.advance(91 * 86400);
+    let r = latch::sweep::sweep(&srv.state.db, latch::clock::Clock::now(&*srv.clock), 2, 100).await.unwrap();
+    assert!(r.total() > 10, "{r:?}");
+    for t in ["auth_request", "auth_code", "session", "refresh_token", "revocation", "assertion_jti", "user_code"] {
+        assert_eq!(srv.count(t).await, 0, "{t} is empty");
+    }
+    // Users and apps stay.
+    assert!(srv.count("account").await >= 3);
+});

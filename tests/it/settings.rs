@@ -1,0 +1,98 @@
+//! Instance settings, policies and features.
+
+use serde_json::json;
+
+use crate::on_both;
+
+on_both!(oidc_settings, |srv| {
+    let r = srv.get("/admin/v1/settings/oidc").await;
+    let s = r.ok()["settings"].clone();
+    assert_eq!(s["accessTokenLifetime"], "43200s");
+    assert_eq!(s["idTokenLifetime"], "43200s");
+    assert_eq!(s["refreshTokenIdleExpiration"], "2592000s");
+    assert_eq!(s["refreshTokenExpiration"], "7776000s");
+    srv.put("/admin/v1/settings/oidc", json!({"accessTokenLifetime": "1h", "idTokenLifetime": "3600s"})).await.ok();
+    let r = srv.get("/admin/v1/settings/oidc").await;
+    assert_eq!(r.ok()["settings"]["accessTokenLifetime"], "3600s");
+    assert_eq!(r.body["settings"]["refreshTokenExpiration"], "7776000s", "unset fields keep their value");
+    assert!(r.body["settings"]["details"]["changeDate"].is_string());
+    srv.put("/admin/v1/settings/oidc", json!({"accessTokenLifetime": "forever"})).await.err(400, 3);
+    srv.put("/admin/v1/settings/oidc", json!({"accessTokenLifetime": "0s"})).await.err(400, 3);
+    srv.put("/admin/v1/settings/oidc", json!({"refreshTokenIdleExpiration": "100d", "refreshTokenExpiration": "10d"}))
+        .await
+        .err(400, 3);
+    let r = srv.get("/admin/v1/settings/oidc").await;
+    assert_eq!(r.ok()["settings"]["accessTokenLifetime"], "3600s", "a refused update changes nothing");
+});
+
+on_both!(policies, |srv| {
+    let r = srv.get("/admin/v1/policies/login").await;
+    let p = r.ok()["policy"].clone();
+    assert_eq!(p["allowUsernamePassword"], true);
+    assert!(p.get("allowRegister").is_none());
+    assert_eq!(p["isDefault"], true);
+    assert_eq!(p["passwordCheckLifetime"], "864000s");
+    srv.put(
+        "/admin/v1/policies/login",
+        json!({"allowUsernamePassword": true, "allowRegister": true, "passwordCheckLifetime": "24h"}),
+    )
+    .await
+    .ok();
+    let r = srv.get("/admin/v1/policies/login").await;
+    assert_eq!(r.ok()["policy"]["allowRegister"], true);
+    assert_eq!(r.body["policy"]["passwordCheckLifetime"], "86400s");
+    srv.put("/admin/v1/policies/login", json!({"defaultRedirectUri": "no uri"})).await.err(400, 3);
+
+    let r = srv.get("/admin/v1/policies/lockout").await;
+    assert_eq!(r.ok()["policy"]["maxPasswordAttempts"], "0");
+    srv.put("/admin/v1/policies/password/lockout", json!({"maxPasswordAttempts": 5, "maxOtpAttempts": "3"})).await.ok();
+    let r = srv.get("/admin/v1/policies/lockout").await;
+    assert_eq!(r.ok()["policy"]["maxPasswordAttempts"], "5");
+    assert_eq!(r.body["policy"]["maxOtpAttempts"], "3");
+    srv.put("/admin/v1/policies/password/lockout", json!({"maxPasswordAttempts": -1})).await.err(400, 3);
+
+    let r = srv.get("/admin/v1/policies/password/complexity").await;
+    assert_eq!(r.ok()["policy"]["minLength"], "8");
+    assert_eq!(r.body["policy"]["hasSymbol"], true);
+    srv.put("/admin/v1/policies/password/complexity", json!({"minLength": 12, "hasNumber": true})).await.ok();
+    srv.put("/admin/v1/policies/password/complexity", json!({"minLength": 0})).await.err(400, 3);
+    // The new policy applies to new passwords.
+    let weak = json!({"userName": "dora", "profile": {"firstName": "D", "lastName": "E"}, "email": {"email": "d@example.com"}, "initialPassword": "Short-Pw1!"});
+    let r = srv.post("/management/v1/users/human", weak).await;
+    assert!(r.err(400, 3).contains("too short"));
+    let ok = json!({"userName": "dora", "profile": {"firstName": "D", "lastName": "E"}, "email": {"email": "d@example.com"}, "initialPassword": "twelve chars 1"});
+    srv.post("/management/v1/users/human", ok).await.ok();
+
+    let r = srv.get("/admin/v1/policies/security").await;
+    assert!(r.ok()["policy"].get("enableImpersonation").is_none());
+    srv.put(
+        "/admin/v1/policies/security",
+        json!({"enableImpersonation": true, "allowedOrigins": ["https://a.example"]}),
+    )
+    .await
+    .ok();
+    let r = srv.get("/admin/v1/policies/security").await;
+    assert_eq!(r.ok()["policy"]["enableImpersonation"], true);
+    srv.put("/admin/v1/policies/security", json!({"allowedOrigins": ["nope"]})).await.err(400, 3);
+
+    let (_, owner) = srv.machine_with_roles(None, "owner", &["ORG_OWNER"]).await;
+    srv.call_as(Some(&owner), None, "PUT", "/admin/v1/policies/login", json!({})).await.err(403, 7);
+    srv.call_as(Some(&owner), None, "GET", "/admin/v1/settings/oidc", json!(null)).await.err(403, 7);
+});
+
+on_both!(instance_features, |srv| {
+    let r = srv.get("/v2/features/instance").await;
+    assert_eq!(r.ok()["oidcTokenExchange"], json!({"enabled": false, "source": "SOURCE_SYSTEM"}));
+    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
+    let r = srv.get("/v2/features/instance").await;
+    assert_eq!(r.ok()["oidcTokenExchange"], json!({"enabled": true, "source": "SOURCE_INSTANCE"}));
+    srv.put("/v2/features/instance", json!({"oidcTokenExchange": "yes"})).await.err(400, 3);
+    let (_, owner) = srv.machine_with_roles(None, "owner", &["ORG_OWNER"]).await;
+    srv.call_as(Some(&owner), None, "PUT", "/v2/features/instance", json!({"oidcTokenExchange": false}))
+        .await
+        .err(403, 7);
+    srv.call_as(Some(&owner), None, "GET", "/v2/features/instance", json!(null)).await.ok();
+    srv.delete("/v2/features/instance").await.ok();
+    let r = srv.get("/v2/features/instance").await;
+    assert_eq!(r.ok()["oidcTokenExchange"]["source"], "SOURCE_SYSTEM");
+});

