@@ -52,12 +52,30 @@ impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
         match &e {
             sqlx::Error::Database(db) if db.kind() == sqlx::error::ErrorKind::UniqueViolation => StoreError::Conflict,
-            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::WorkerCrashed => StoreError::Unavailable(e.to_string()),
+            sqlx::Error::Database(db) if db.code().is_some_and(|c| is_transient(&c)) => {
                 StoreError::Unavailable(e.to_string())
             }
             _ => StoreError::Database(e),
         }
     }
+}
+
+/// Database error codes that mean "the database is going away or not there yet", not "this
+/// statement is wrong": PostgreSQL's connection exceptions (class 08), operator intervention
+/// (57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, e.g. while starting),
+/// too many connections (53300), and SQLite's busy/locked (5, 6 and their extended codes; SQLite codes are
+/// numbers shorter than PostgreSQL's five-character SQLSTATEs). A
+/// request that meets one is answered 503, which clients retry, never 500.
+fn is_transient(code: &str) -> bool {
+    code.starts_with("08")
+        || code.starts_with("57P")
+        || code == "53300"
+        || (code.len() < 5 && matches!(code.parse::<u32>().map(|c| c & 0xff), Ok(5 | 6)))
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -227,4 +245,19 @@ pub fn from_json<T: serde::de::DeserializeOwned>(column: &str, raw: &str) -> Res
 
 pub fn to_json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_transient;
+
+    #[test]
+    fn connection_loss_is_transient_and_statement_errors_are_not() {
+        for code in ["08006", "08003", "57P01", "57P02", "57P03", "53300", "5", "517", "6", "262"] {
+            assert!(is_transient(code), "{code}");
+        }
+        for code in ["23505", "23502", "42P01", "42601", "22001", "40001", "19", "2067", "1"] {
+            assert!(!is_transient(code), "{code}");
+        }
+    }
 }

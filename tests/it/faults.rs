@@ -224,10 +224,18 @@ async fn a_database_restart_under_load_is_survived() {
                     .send()
                     .await;
                 slowest_ms.fetch_max(t0.elapsed().as_millis() as u64, Ordering::Relaxed);
-                match r.map(|r| r.status().as_u16()) {
-                    Ok(200) => ok.fetch_add(1, Ordering::Relaxed),
-                    Ok(503) => unavailable.fetch_add(1, Ordering::Relaxed),
-                    _ => other.fetch_add(1, Ordering::Relaxed),
+                match r {
+                    Ok(r) if r.status() == 200 => ok.fetch_add(1, Ordering::Relaxed),
+                    Ok(r) if r.status() == 503 => unavailable.fetch_add(1, Ordering::Relaxed),
+                    Ok(r) => {
+                        let status = r.status();
+                        eprintln!("unexpected answer during the outage: {status} {}", r.text().await.unwrap_or_default());
+                        other.fetch_add(1, Ordering::Relaxed)
+                    }
+                    Err(e) => {
+                        eprintln!("request failed during the outage: {e}");
+                        other.fetch_add(1, Ordering::Relaxed)
+                    }
                 };
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
