@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::DefaultBodyLimit;
 use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue, header};
 use tokio::net::TcpListener;
@@ -13,6 +14,7 @@ use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::timeout::RequestBodyTimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::clock::SharedClock;
@@ -43,6 +45,8 @@ pub struct Inner {
     /// The discovery document, rendered once.
     pub discovery: Bytes,
     pub jwks_cache_control: String,
+    /// Rate limits of this replica.
+    pub limits: Arc<crate::limits::RateLimits>,
 }
 
 impl Deref for AppState {
@@ -135,6 +139,7 @@ pub async fn start(settings: Settings, clock: SharedClock) -> Result<Started, St
     let state = AppState(Arc::new(Inner {
         discovery: oidc::discovery::render(&settings.issuer),
         jwks_cache_control: format!("public, max-age={}", settings.keys.jwks_max_age),
+        limits: crate::limits::RateLimits::new(settings.limits.clone()),
         hasher: PasswordHasher::new(settings.argon2, cores),
         mailer: crate::login::email::Mailer::from_settings(&settings).map_err(StartError::Mail)?,
         otp_cipher: crate::crypto::aead::Aead::derive(&master, crate::crypto::aead::Purpose::OtpSecret)
@@ -154,18 +159,24 @@ pub async fn start(settings: Settings, clock: SharedClock) -> Result<Started, St
 /// The whole HTTP interface.
 pub fn router(state: AppState) -> Router {
     let x_request_id = HeaderName::from_static(REQUEST_ID);
+    let body_read_timeout = state.settings.limits.body_read_timeout;
     let api = Router::new()
         .nest("/management/v1", management::routes())
         .nest("/admin/v1", admin::routes())
         .merge(v2::routes())
-        .method_not_allowed_fallback(api::error::method_not_allowed);
-    Router::new()
+        .method_not_allowed_fallback(api::error::method_not_allowed)
+        .layer(DefaultBodyLimit::max(api::json::MAX_BODY));
+    let protocol = Router::new()
         .merge(oidc::routes())
         .merge(crate::oauth::routes())
         .merge(crate::login::routes())
         .merge(ops::routes())
+        .layer(DefaultBodyLimit::max(crate::oauth::form::MAX_FORM));
+    Router::new()
+        .merge(protocol)
         .merge(api)
         .fallback(api::error::not_found)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::limits::per_ip))
         .with_state(state)
         .layer(axum::middleware::from_fn(telemetry::track_requests))
         .layer(
@@ -176,6 +187,8 @@ pub fn router(state: AppState) -> Router {
                     tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
                 }))
                 .layer(PropagateRequestIdLayer::new(x_request_id))
+                .layer(axum::middleware::from_fn(crate::http::explain_oversized))
+                .layer(RequestBodyTimeoutLayer::new(body_read_timeout))
                 .layer(SetResponseHeaderLayer::if_not_present(
                     header::X_CONTENT_TYPE_OPTIONS,
                     HeaderValue::from_static("nosniff"),
@@ -201,28 +214,17 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let maintenance = state.keys.spawn(stop_rx.clone());
-    let sweeper = crate::sweep::spawn(state.db.clone(), state.clock.clone(), state.settings.sweep_interval, stop_rx);
+    let sweeper =
+        crate::sweep::spawn(state.db.clone(), state.clock.clone(), state.settings.sweep_interval, stop_rx.clone());
+    let limits = crate::limits::spawn_forgetting(state.limits.clone(), stop_rx);
     let grace = state.settings.shutdown_timeout;
     let app = router(state.clone());
-    let (signal_tx, signal_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = signal_tx.send(());
-    });
-    let server = tokio::spawn(async move { server.await });
-    let result = tokio::select! {
-        r = server => r.unwrap_or(Ok(())),
-        _ = async {
-            let _ = signal_rx.await;
-            tokio::time::sleep(grace).await;
-        } => {
-            tracing::warn!("shutdown timeout passed with requests still open; stopping");
-            Ok(())
-        }
-    };
+    let connections = crate::http::Connections::new(&state.settings.limits);
+    let result = connections.accept_until(listener, app, shutdown, grace).await;
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(5), maintenance).await;
     let _ = tokio::time::timeout(Duration::from_secs(5), sweeper).await;
+    let _ = limits.await;
     state.db.close().await;
     result
 }

@@ -47,6 +47,73 @@ pub struct Config {
     pub login: LoginConfig,
     pub smtp: SmtpConfig,
     pub gcs: GcsConfig,
+    pub limits: LimitsConfig,
+}
+
+/// Limits against abuse (see `crate::limits`): rate budgets `N/period` or `off`, per replica.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Login form posts per client IP.
+    pub login_per_ip: String,
+    /// Password attempts per login name.
+    pub login_per_name: String,
+    /// Token endpoint requests per client IP.
+    pub token_per_ip: String,
+    /// Token, introspection and revocation requests per authenticated client.
+    pub per_client: String,
+    /// Key set requests per client IP.
+    pub keys_per_ip: String,
+    /// Reverse proxies in front of latch that append to X-Forwarded-For (0: use the peer address).
+    pub forwarded_for_hops: u32,
+    pub header_read_timeout: String,
+    pub body_read_timeout: String,
+}
+
+impl LimitsConfig {
+    fn validate(&self) -> Result<crate::limits::LimitSettings, ConfigError> {
+        use crate::limits::Budget;
+        let budget = |name: &str, v: &str| {
+            Budget::parse(v)
+                .map_err(|m| err(format!("limits.{name} (LATCH_LIMITS_{}): '{v}' {m}", name.to_ascii_uppercase())))
+        };
+        let timeout = |name: &str, v: &str| {
+            let env = format!("LATCH_LIMITS_{}", name.to_ascii_uppercase());
+            let d = duration::parse(v).map_err(|e| err(format!("limits.{name} ({env}): '{v}' {e}")))?;
+            if d < Duration::from_secs(1) || d > Duration::from_secs(600) {
+                return Err(err(format!("limits.{name} ({env}) must be between 1s and 10m")));
+            }
+            Ok(d)
+        };
+        if self.forwarded_for_hops > 10 {
+            return Err(err("limits.forwarded_for_hops (LATCH_LIMITS_FORWARDED_FOR_HOPS) must be 0 to 10"));
+        }
+        Ok(crate::limits::LimitSettings {
+            login_per_ip: budget("login_per_ip", &self.login_per_ip)?,
+            login_per_name: budget("login_per_name", &self.login_per_name)?,
+            token_per_ip: budget("token_per_ip", &self.token_per_ip)?,
+            per_client: budget("per_client", &self.per_client)?,
+            keys_per_ip: budget("keys_per_ip", &self.keys_per_ip)?,
+            forwarded_for_hops: self.forwarded_for_hops,
+            header_read_timeout: timeout("header_read_timeout", &self.header_read_timeout)?,
+            body_read_timeout: timeout("body_read_timeout", &self.body_read_timeout)?,
+        })
+    }
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            login_per_ip: "300/1m".into(),
+            login_per_name: "10/1m".into(),
+            token_per_ip: "6000/1m".into(),
+            per_client: "30000/1m".into(),
+            keys_per_ip: "600/1m".into(),
+            forwarded_for_hops: 0,
+            header_read_timeout: "10s".into(),
+            body_read_timeout: "30s".into(),
+        }
+    }
 }
 
 /// Google Cloud Storage for exports and imports.
@@ -150,6 +217,7 @@ impl Default for Config {
             login: LoginConfig::default(),
             smtp: SmtpConfig::default(),
             gcs: GcsConfig::default(),
+            limits: LimitsConfig::default(),
         }
     }
 }
@@ -239,6 +307,14 @@ pub const ENV_VARS: &[EnvVar] = &[
     secret("LATCH_SMTP_PASSWORD", "smtp.password"),
     var("LATCH_SMTP_FROM", "smtp.from"),
     var("LATCH_GCS_ENDPOINT", "gcs.endpoint"),
+    var("LATCH_LIMITS_LOGIN_PER_IP", "limits.login_per_ip"),
+    var("LATCH_LIMITS_LOGIN_PER_NAME", "limits.login_per_name"),
+    var("LATCH_LIMITS_TOKEN_PER_IP", "limits.token_per_ip"),
+    var("LATCH_LIMITS_PER_CLIENT", "limits.per_client"),
+    var("LATCH_LIMITS_KEYS_PER_IP", "limits.keys_per_ip"),
+    num("LATCH_LIMITS_FORWARDED_FOR_HOPS", "limits.forwarded_for_hops"),
+    var("LATCH_LIMITS_HEADER_READ_TIMEOUT", "limits.header_read_timeout"),
+    var("LATCH_LIMITS_BODY_READ_TIMEOUT", "limits.body_read_timeout"),
     // The convention of Google's client libraries for an emulator.
     var("STORAGE_EMULATOR_HOST", "gcs.emulator_host"),
 ];
@@ -425,6 +501,7 @@ impl Config {
         if fi.admin_username.trim().eq_ignore_ascii_case(fi.machine_username.trim()) {
             return Err(err("firstinstance.admin_username and firstinstance.machine_username must differ"));
         }
+        let limits = self.limits.validate()?;
         let data_dir = PathBuf::from(&self.data_dir);
         let pat_path = fi.patpath.as_ref().map(PathBuf::from).unwrap_or_else(|| data_dir.join("admin.pat"));
         Ok(Settings {
@@ -471,6 +548,7 @@ impl Config {
                 jwks_max_age,
                 refresh_interval: Duration::from_secs(refresh_interval as u64),
             },
+            limits,
         })
     }
 
@@ -590,6 +668,7 @@ pub struct Settings {
     pub smtp: Option<SmtpSettings>,
     pub gcs_endpoint: String,
     pub gcs_emulator: Option<String>,
+    pub limits: crate::limits::LimitSettings,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -199,6 +199,19 @@ pub async fn password(
         Err(r) => return r,
     };
     let t = f.t;
+    // The budget per login name, on top of the lockout policy: it slows guessing on one
+    // account even where lockout is off, and is drawn before any hash is computed.
+    let name = match (&f.user, &f.progress.login_name) {
+        (Some(u), _) => u.user_id.clone(),
+        (None, Some(n)) => n.clone(),
+        (None, None) => String::new(),
+    };
+    if let Err(wait) = state.limits.login_name(&name) {
+        metrics::counter!("latch_rate_limited_total", "budget" => "login_per_name").increment(1);
+        let msg = t.err_too_many.replace("{}", &crate::limits::retry_after_secs(wait).to_string());
+        let r = show(&state, &mut c, f, &headers, Some(msg), None).await;
+        return crate::limits::too_many(r, wait);
+    }
     let credentials = Some(t.err_credentials.to_string());
     let stored = f.user.as_ref().and_then(|u| u.human()).and_then(|h| h.password_hash.clone());
     let (Some(u), Some(hash)) = (f.user.clone(), stored) else {

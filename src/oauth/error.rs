@@ -66,13 +66,15 @@ pub struct OAuthError {
     pub basic_auth: bool,
     /// Force HTTP 401 (introspection answers client failures with 401 whatever the scheme).
     pub unauthorized: bool,
+    /// A rate limit was reached: HTTP 429 with `Retry-After` in seconds.
+    pub retry_after: Option<u64>,
 }
 
 pub type OAuthResult<T> = Result<T, OAuthError>;
 
 impl OAuthError {
     pub fn new(code: ErrorCode, description: impl Into<String>) -> Self {
-        Self { code, description: description.into(), basic_auth: false, unauthorized: false }
+        Self { code, description: description.into(), basic_auth: false, unauthorized: false, retry_after: None }
     }
 
     pub fn invalid_request(d: impl Into<String>) -> Self {
@@ -101,7 +103,18 @@ impl OAuthError {
         Self::new(ErrorCode::ServerError, "the server could not complete the request")
     }
 
+    /// A spent rate budget: `temporarily_unavailable`, HTTP 429 with `Retry-After`.
+    pub fn too_many_requests(wait: std::time::Duration) -> Self {
+        let secs = crate::limits::retry_after_secs(wait);
+        let mut e = Self::new(ErrorCode::TemporarilyUnavailable, format!("too many requests; retry after {secs} s"));
+        e.retry_after = Some(secs);
+        e
+    }
+
     pub fn status(&self) -> StatusCode {
+        if self.retry_after.is_some() {
+            return StatusCode::TOO_MANY_REQUESTS;
+        }
         match self.code {
             ErrorCode::ServerError => StatusCode::INTERNAL_SERVER_ERROR,
             ErrorCode::TemporarilyUnavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -142,6 +155,9 @@ impl IntoResponse for OAuthError {
         let mut r =
             (status, Json(json!({"error": self.code.as_str(), "error_description": self.description}))).into_response();
         no_store(&mut r);
+        if let Some(secs) = self.retry_after {
+            r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
         if status == StatusCode::UNAUTHORIZED {
             let challenge = if self.basic_auth { "Basic realm=\"latch\"" } else { "Bearer" };
             r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));

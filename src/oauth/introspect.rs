@@ -52,6 +52,7 @@ async fn introspect(state: &AppState, headers: &HeaderMap, body: &[u8]) -> OAuth
         client_auth::any_app(&mut c, &presented, &[Method::Basic, Method::PrivateKeyJwt], &[issuer, &endpoint], now)
             .await
             .map_err(unauthorized)?;
+    state.limits.client(&caller.client_id)?;
     let Some(a) = access::resolve(state, &mut c, token).await? else { return Ok(json!({"active": false})) };
     let allowed = a.is_pat || a.claims.aud.iter().any(|x| *x == caller.client_id || *x == caller.project_id);
     if !allowed {

@@ -130,6 +130,7 @@ fn the_example_configuration_file_is_valid() {
     // The example documents the defaults.
     assert_eq!(format!("{:?}", s.keys), format!("{:?}", d.keys));
     assert_eq!(format!("{:?}", s.argon2), format!("{:?}", d.argon2));
+    assert_eq!(format!("{:?}", s.limits), format!("{:?}", d.limits));
     assert_eq!(s.listen, d.listen);
     assert_eq!(s.issuer, d.issuer);
 }
@@ -162,7 +163,11 @@ fn every_variable_in_the_readme_is_read_and_every_variable_read_is_documented() 
     }
     // And each one really reaches the configuration.
     for v in latch::config::ENV_VARS {
-        let value = if v.name.contains("PORT") || v.name.contains("MAX_CONNECTIONS") || v.name.contains("ARGON2") {
+        let value = if v.name.contains("PORT")
+            || v.name.contains("MAX_CONNECTIONS")
+            || v.name.contains("ARGON2")
+            || v.name.contains("HOPS")
+        {
             "7"
         } else {
             "x"

@@ -13,6 +13,7 @@ mod exchange;
 mod faults;
 pub mod import_human;
 mod keys;
+mod limits;
 mod login;
 mod machine;
 mod migrate_tool;

@@ -106,6 +106,8 @@ class Latch:
             "LATCH_FIRSTINSTANCE_ADMIN_PASSWORD": ADMIN_PASSWORD,
             "LATCH_LOG_LEVEL": os.environ.get("LATCH_E2E_LOG_LEVEL", "warn"),
             "LATCH_SHUTDOWN_TIMEOUT": "5s",
+            # The suites sign the same test users in many times a minute.
+            "LATCH_LIMITS_LOGIN_PER_NAME": "300/1m",
             "NO_COLOR": "1",
             **(env or {}),
         }

@@ -41,6 +41,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     if !ok || u.state != UserState::Active {
         return Err(p.fail("client authentication failed"));
     }
+    state.limits.client(&u.username)?;
     let username = u.username.clone();
     let subject = subject(&mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
     let scopes = scopes.known();

@@ -129,6 +129,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         .ok_or_else(|| OAuthError::invalid_client("client authentication is required"))?;
     let auds = assertion_audiences(state);
     let client = client_auth::oidc_client(&mut c, &presented, &METHODS, &[&auds[0], &auds[1]], now).await?;
+    state.limits.client(&client.app.client_id)?;
     if !client.config.grant_types.contains(&OidcGrantType::TokenExchange) {
         return Err(OAuthError::unauthorized_client("the client may not use token exchange"));
     }

@@ -30,6 +30,7 @@ pub async fn grant(state: &AppState, form: &Form) -> OAuthResult<TokenResponse> 
     if claims.sub != u.user_id {
         return Err(OAuthError::invalid_grant("the assertion's subject is not its issuer"));
     }
+    state.limits.client(&u.user_id)?;
     if let Some(jti) = &claims.jti
         && !key::remember_jti(&mut c, &format!("user:{}:{jti}", u.user_id), claims.exp + assertion::SKEW).await?
     {

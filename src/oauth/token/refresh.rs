@@ -29,6 +29,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     let mut c = state.db.conn().await?;
     let auds = assertion_audiences(state);
     let client = client_auth::oidc_client(&mut c, &presented, &ALL, &[&auds[0], &auds[1]], now).await?;
+    state.limits.client(&client.app.client_id)?;
     if !client.config.grant_types.contains(&OidcGrantType::RefreshToken) {
         return Err(OAuthError::unauthorized_client("the client may not use the refresh_token grant"));
     }

@@ -119,6 +119,8 @@ export class Latch {
       LATCH_FIRSTINSTANCE_ADMIN_PASSWORD: ADMIN_PASSWORD,
       LATCH_LOG_LEVEL: process.env.LATCH_E2E_LOG_LEVEL || 'warn',
       LATCH_SHUTDOWN_TIMEOUT: '5s',
+      // The suites sign the same test users in many times a minute.
+      LATCH_LIMITS_LOGIN_PER_NAME: '300/1m',
       NO_COLOR: '1', // readable latch.log (latch colours its log even when it is not a terminal)
       ...env,
     };

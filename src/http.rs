@@ -1,0 +1,120 @@
+//! The HTTP/1.1 server: accepts TCP connections and serves the router on each, with limits
+//! against slow and oversized request heads, the peer address for the rate limits, and a
+//! graceful end.
+
+use std::future::Future;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::ConnectInfo;
+use axum::http::Request;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tower::ServiceExt;
+
+use crate::limits::LimitSettings;
+
+/// Most header fields a request may carry (more is answered 431).
+pub const MAX_HEADERS: usize = 100;
+/// Read buffer for a request head (request line and headers): a head that does not fit in it
+/// after the last read is answered 431. hyper checks the limit before each read, so heads
+/// somewhat above it may still pass (up to about twice); far larger ones never do.
+pub const MAX_HEAD_BYTES: usize = 32 * 1024;
+
+pub struct Connections {
+    builder: hyper::server::conn::http1::Builder,
+}
+
+impl Connections {
+    pub fn new(limits: &LimitSettings) -> Self {
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_read_timeout)
+            .max_headers(MAX_HEADERS)
+            .max_buf_size(MAX_HEAD_BYTES)
+            .keep_alive(true);
+        Self { builder }
+    }
+
+    /// Serves `app` on every connection `listener` accepts until `shutdown` resolves; then
+    /// stops accepting, lets open requests finish for up to `grace`, and returns.
+    pub async fn accept_until(
+        self,
+        listener: TcpListener,
+        app: Router,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+        grace: Duration,
+    ) -> std::io::Result<()> {
+        let graceful = GracefulShutdown::new();
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, peer) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(v) => v,
+                    Err(e) => {
+                        // Out of file descriptors and the like: wait instead of spinning.
+                        tracing::warn!(error = %e, "accepting a connection failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                },
+                _ = &mut shutdown => break,
+            };
+            let _ = stream.set_nodelay(true);
+            let svc = app.clone().map_request(move |mut req: Request<Incoming>| {
+                req.extensions_mut().insert(ConnectInfo(peer));
+                req
+            });
+            let conn =
+                graceful.watch(self.builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(svc)));
+            tokio::spawn(async move {
+                if let Err(e) = conn.await {
+                    tracing::debug!(error = %e, "connection closed with an error");
+                }
+            });
+        }
+        drop(listener);
+        tokio::select! {
+            _ = graceful.shutdown() => {}
+            _ = tokio::time::sleep(grace) => {
+                tracing::warn!("shutdown timeout passed with requests still open; stopping");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Middleware: the 413 that axum's body extractors answer in plain text becomes the error of
+/// the endpoint's own format (OAuth JSON on the protocol endpoints, the error page on the login
+/// pages; the APIs report it themselves).
+pub async fn explain_oversized(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    let path = req.uri().path();
+    let login = path.starts_with("/ui/");
+    let protocol = path.starts_with("/oauth/") || path.starts_with("/oidc/");
+    let lang = login.then(|| crate::login::i18n::choose(&[], req.headers()));
+    let request_id = crate::oauth::authorize::request_id(req.headers());
+    let r = next.run(req).await;
+    let plain = r
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/plain"));
+    if r.status() != StatusCode::PAYLOAD_TOO_LARGE || !plain {
+        return r;
+    }
+    if protocol {
+        let mut r = crate::oauth::error::OAuthError::invalid_request("the request body is too large").into_response();
+        *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+        return r;
+    }
+    match lang {
+        Some(t) => crate::login::pages::error_page(t, StatusCode::PAYLOAD_TOO_LARGE, t.err_too_large, &request_id),
+        None => r,
+    }
+}

@@ -1,0 +1,345 @@
+//! Rate limits against abuse: budgets per client IP (login form, token endpoint, key set), per
+//! login name (password attempts) and per authenticated client (token, introspection and
+//! revocation). Each budget is a GCRA limiter from `governor`, kept in this replica's memory:
+//! with N replicas behind a balancer the effective budget is up to N times the configured one.
+//!
+//! A budget is written `N/period` ("300/1m"): up to N requests at once, refilled evenly over the
+//! period. `off` disables it.
+
+use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+
+use crate::app::AppState;
+use crate::domain::duration;
+
+/// A budget: `count` requests per `period`, all of them available at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    pub count: NonZeroU32,
+    pub period: Duration,
+}
+
+impl Budget {
+    /// Parses `N/period` (`300/1m`, `10/s`) or `off` (no limit).
+    pub fn parse(s: &str) -> Result<Option<Budget>, String> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("off") {
+            return Ok(None);
+        }
+        let (n, period) = s.split_once('/').ok_or("must be N/period (like 300/1m) or off")?;
+        let count = n
+            .trim()
+            .parse::<NonZeroU32>()
+            .map_err(|_| format!("'{n}' is not a whole number of requests of at least 1"))?;
+        let period = period.trim();
+        // "10/s" reads as "10 per second".
+        let period =
+            if period.starts_with(|c: char| c.is_ascii_digit()) { period.to_string() } else { format!("1{period}") };
+        let period = duration::parse(&period).map_err(|e| format!("period '{period}' {e}"))?;
+        if period.is_zero() || period > Duration::from_secs(86_400) {
+            return Err("the period must be between 1s and 24h".into());
+        }
+        Ok(Some(Budget { count, period }))
+    }
+
+    fn quota(self) -> Quota {
+        // One request is replenished every period/count; never below a nanosecond.
+        let every = (self.period / self.count.get()).max(Duration::from_nanos(1));
+        Quota::with_period(every).expect("a non-zero period").allow_burst(self.count)
+    }
+}
+
+/// The limits of the HTTP interface, from the configuration (`[limits]`).
+#[derive(Clone, Debug)]
+pub struct LimitSettings {
+    pub login_per_ip: Option<Budget>,
+    pub login_per_name: Option<Budget>,
+    pub token_per_ip: Option<Budget>,
+    pub per_client: Option<Budget>,
+    pub keys_per_ip: Option<Budget>,
+    /// How many reverse proxies in front of latch append to `X-Forwarded-For`; the client IP is
+    /// taken that many entries from the right. 0: the TCP peer address (the header is ignored,
+    /// so a client cannot choose its own IP).
+    pub forwarded_for_hops: u32,
+    /// A client must send its whole request head within this time.
+    pub header_read_timeout: Duration,
+    /// A request body must not pause longer than this between two chunks.
+    pub body_read_timeout: Duration,
+}
+
+type Limiter<K> = Option<DefaultKeyedRateLimiter<K>>;
+
+/// The live limiters of one replica.
+pub struct RateLimits {
+    settings: LimitSettings,
+    login_ip: Limiter<IpAddr>,
+    login_name: Limiter<String>,
+    token_ip: Limiter<IpAddr>,
+    client: Limiter<String>,
+    keys_ip: Limiter<IpAddr>,
+    clock: DefaultClock,
+}
+
+fn limiter<K: std::hash::Hash + Eq + Clone>(b: Option<Budget>) -> Limiter<K> {
+    b.map(|b| RateLimiter::keyed(b.quota()))
+}
+
+/// Which budget a check draws on.
+#[derive(Clone, Copy, Debug)]
+pub enum IpBudget {
+    Login,
+    Token,
+    Keys,
+}
+
+impl IpBudget {
+    fn name(self) -> &'static str {
+        match self {
+            IpBudget::Login => "login_per_ip",
+            IpBudget::Token => "token_per_ip",
+            IpBudget::Keys => "keys_per_ip",
+        }
+    }
+}
+
+impl RateLimits {
+    pub fn new(settings: LimitSettings) -> Arc<Self> {
+        Arc::new(Self {
+            login_ip: limiter(settings.login_per_ip),
+            login_name: limiter(settings.login_per_name),
+            token_ip: limiter(settings.token_per_ip),
+            client: limiter(settings.per_client),
+            keys_ip: limiter(settings.keys_per_ip),
+            clock: DefaultClock::default(),
+            settings,
+        })
+    }
+
+    pub fn settings(&self) -> &LimitSettings {
+        &self.settings
+    }
+
+    fn check<K: std::hash::Hash + Eq + Clone>(&self, l: &Limiter<K>, key: &K) -> Result<(), Duration> {
+        match l {
+            None => Ok(()),
+            Some(l) => l.check_key(key).map_err(|not_until| not_until.wait_time_from(self.clock.now())),
+        }
+    }
+
+    /// Draws one request from an IP budget; `Err` holds how long to wait.
+    pub fn ip(&self, budget: IpBudget, ip: IpAddr) -> Result<(), Duration> {
+        let l = match budget {
+            IpBudget::Login => &self.login_ip,
+            IpBudget::Token => &self.token_ip,
+            IpBudget::Keys => &self.keys_ip,
+        };
+        self.check(l, &ip)
+    }
+
+    /// Draws one password attempt for a login name (or user id).
+    pub fn login_name(&self, name: &str) -> Result<(), Duration> {
+        self.check(&self.login_name, &name.to_lowercase())
+    }
+
+    /// Draws one request of an authenticated client (token, introspection, revocation).
+    pub fn client(&self, client_id: &str) -> crate::oauth::error::OAuthResult<()> {
+        self.check(&self.client, &client_id.to_string()).map_err(|wait| {
+            metrics::counter!("latch_rate_limited_total", "budget" => "per_client").increment(1);
+            crate::oauth::error::OAuthError::too_many_requests(wait)
+        })
+    }
+
+    /// Forgets keys whose budget is full again, so memory follows the recent callers only.
+    pub fn forget_idle(&self) {
+        fn sweep<K: std::hash::Hash + Eq + Clone>(l: &Limiter<K>) {
+            if let Some(l) = l {
+                l.retain_recent();
+                l.shrink_to_fit();
+            }
+        }
+        sweep(&self.login_ip);
+        sweep(&self.login_name);
+        sweep(&self.token_ip);
+        sweep(&self.client);
+        sweep(&self.keys_ip);
+    }
+
+    /// Number of keys tracked (for tests and metrics).
+    pub fn tracked(&self) -> usize {
+        fn len<K: std::hash::Hash + Eq + Clone>(l: &Limiter<K>) -> usize {
+            l.as_ref().map_or(0, |l| l.len())
+        }
+        len(&self.login_ip) + len(&self.login_name) + len(&self.token_ip) + len(&self.client) + len(&self.keys_ip)
+    }
+
+    /// The client's IP: the TCP peer, or with proxies configured the entry of `X-Forwarded-For`
+    /// that the outermost trusted proxy wrote.
+    pub fn client_ip(&self, headers: &HeaderMap, peer: Option<SocketAddr>) -> Option<IpAddr> {
+        let hops = self.settings.forwarded_for_hops as usize;
+        if hops > 0 {
+            let entries: Vec<&str> = headers
+                .get_all("x-forwarded-for")
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(','))
+                .map(str::trim)
+                .collect();
+            if let Some(e) = entries.len().checked_sub(hops).and_then(|i| entries.get(i))
+                && let Ok(ip) = e.parse::<IpAddr>()
+            {
+                return Some(ip);
+            }
+        }
+        peer.map(|p| p.ip())
+    }
+}
+
+/// Forgets idle keys once a minute until `stop` turns true.
+pub fn spawn_forgetting(
+    limits: Arc<RateLimits>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => limits.forget_idle(),
+                _ = stop.changed() => return,
+            }
+        }
+    })
+}
+
+/// Seconds for `Retry-After`: rounded up, at least 1.
+pub fn retry_after_secs(wait: Duration) -> u64 {
+    wait.as_secs() + u64::from(wait.subsec_nanos() > 0).max(u64::from(wait.is_zero()))
+}
+
+/// Sets 429 and `Retry-After` on a response.
+pub fn too_many(mut r: Response, wait: Duration) -> Response {
+    *r.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs(wait)));
+    r
+}
+
+fn peer(req: &Request) -> Option<SocketAddr> {
+    req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0)
+}
+
+fn deny_json(wait: Duration, _: &HeaderMap) -> Response {
+    crate::oauth::error::OAuthError::too_many_requests(wait).into_response()
+}
+
+fn deny_page(wait: Duration, headers: &HeaderMap) -> Response {
+    let t = crate::login::i18n::choose(&[], headers);
+    let msg = t.err_too_many.replace("{}", &retry_after_secs(wait).to_string());
+    let id = crate::oauth::authorize::request_id(headers);
+    too_many(crate::login::pages::error_page(t, StatusCode::TOO_MANY_REQUESTS, &msg, &id), wait)
+}
+
+/// Writes the refusal in the endpoint's format.
+type Deny = fn(Duration, &HeaderMap) -> Response;
+
+/// The IP budget a request draws on, by path: token endpoint posts, key set fetches and login
+/// form posts (the pages themselves stay readable).
+fn ip_budget(req: &Request) -> Option<(IpBudget, Deny)> {
+    let path = req.uri().path();
+    if path == crate::paths::TOKEN {
+        Some((IpBudget::Token, deny_json))
+    } else if path == crate::paths::KEYS {
+        Some((IpBudget::Keys, deny_json))
+    } else if path.starts_with("/ui/login/") && req.method() == axum::http::Method::POST {
+        Some((IpBudget::Login, deny_page))
+    } else {
+        None
+    }
+}
+
+/// Middleware: the per-IP budgets.
+pub async fn per_ip(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    if let Some((budget, deny)) = ip_budget(&req)
+        && let Some(ip) = state.limits.client_ip(req.headers(), peer(&req))
+        && let Err(wait) = state.limits.ip(budget, ip)
+    {
+        metrics::counter!("latch_rate_limited_total", "budget" => budget.name()).increment(1);
+        return deny(wait, req.headers());
+    }
+    next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_parse() {
+        let b = Budget::parse("300/1m").unwrap().unwrap();
+        assert_eq!((b.count.get(), b.period), (300, Duration::from_secs(60)));
+        let b = Budget::parse(" 10/s ").unwrap().unwrap();
+        assert_eq!((b.count.get(), b.period), (10, Duration::from_secs(1)));
+        assert_eq!(Budget::parse("off").unwrap(), None);
+        for bad in ["", "10", "0/1m", "-1/1m", "x/1m", "10/", "10/0s", "10/2d", "10/fortnight"] {
+            assert!(Budget::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn retry_after_rounds_up() {
+        assert_eq!(retry_after_secs(Duration::from_millis(1)), 1);
+        assert_eq!(retry_after_secs(Duration::from_millis(1500)), 2);
+        assert_eq!(retry_after_secs(Duration::from_secs(3)), 3);
+        assert_eq!(retry_after_secs(Duration::ZERO), 1);
+    }
+
+    fn settings(hops: u32) -> LimitSettings {
+        LimitSettings {
+            login_per_ip: None,
+            login_per_name: Budget::parse("3/1m").unwrap(),
+            token_per_ip: None,
+            per_client: None,
+            keys_per_ip: None,
+            forwarded_for_hops: hops,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+        }
+    }
+
+    #[test]
+    fn a_budget_is_spent_then_refused_with_a_wait() {
+        let l = RateLimits::new(settings(0));
+        for _ in 0..3 {
+            l.login_name("Alice").unwrap();
+        }
+        let wait = l.login_name("ALICE").unwrap_err();
+        assert!(wait > Duration::ZERO && wait <= Duration::from_secs(20), "{wait:?}");
+        l.login_name("bob").unwrap();
+        // A disabled budget never refuses.
+        for _ in 0..100 {
+            l.client("c").unwrap();
+        }
+    }
+
+    #[test]
+    fn the_client_ip_is_the_peer_unless_proxies_are_trusted() {
+        let peer: SocketAddr = "10.0.0.1:5000".parse().unwrap();
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", "6.6.6.6, 203.0.113.7".parse().unwrap());
+        let direct = RateLimits::new(settings(0));
+        assert_eq!(direct.client_ip(&h, Some(peer)), Some(peer.ip()));
+        let one_proxy = RateLimits::new(settings(1));
+        assert_eq!(one_proxy.client_ip(&h, Some(peer)), Some("203.0.113.7".parse().unwrap()));
+        let two = RateLimits::new(settings(2));
+        assert_eq!(two.client_ip(&h, Some(peer)), Some("6.6.6.6".parse().unwrap()));
+        let too_many_hops = RateLimits::new(settings(3));
+        assert_eq!(too_many_hops.client_ip(&h, Some(peer)), Some(peer.ip()));
+    }
+}

@@ -1,0 +1,284 @@
+//! Limits against abuse: rate budgets per IP, login name and client (429 with `Retry-After`),
+//! body, header and field-count limits, and slow clients. The budgets live in each replica's
+//! memory, so these tests run on one store.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::browser::{Browser, human, oidc_app, pkce};
+use crate::harness::{Backend, TestServer};
+use crate::token::token;
+
+const CB: &str = "https://app.example.com/cb";
+
+async fn with_limits(adjust: impl FnOnce(&mut latch::config::LimitsConfig)) -> TestServer {
+    TestServer::start_with(Backend::Sqlite, |c| adjust(&mut c.limits)).await
+}
+
+fn retry_after(h: &reqwest::header::HeaderMap) -> u64 {
+    h.get("retry-after").expect("Retry-After").to_str().unwrap().parse().expect("seconds")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_endpoint_has_a_budget_per_ip_and_per_client() {
+    let srv = with_limits(|l| {
+        l.token_per_ip = "30/1m".into();
+        l.per_client = "3/1m".into();
+    })
+    .await;
+    let id = srv.post("/management/v1/users/machine", json!({"userName": "robot", "name": "robot"})).await;
+    let id = id.ok()["userId"].as_str().unwrap().to_string();
+    let s = srv.put(&format!("/management/v1/users/{id}/secret"), json!({})).await;
+    let secret = s.ok()["clientSecret"].as_str().unwrap().to_string();
+    let cc = [("grant_type", "client_credentials")];
+
+    // Failed authentications under the robot's name do not spend the robot's budget: nobody
+    // can lock a client out by knowing its id.
+    for _ in 0..5 {
+        token(&srv, Some(("robot", "wrong")), &cc).await.err(401, "invalid_client");
+    }
+    for _ in 0..3 {
+        token(&srv, Some(("robot", &secret)), &cc).await.ok();
+    }
+    let limited = token(&srv, Some(("robot", &secret)), &cc).await;
+    limited.err(429, "temporarily_unavailable");
+    let wait = retry_after(&limited.headers);
+    assert!((1..=20).contains(&wait), "Retry-After {wait}");
+    assert_eq!(limited.headers.get("cache-control").unwrap(), "no-store");
+
+    // The IP budget: 30 per minute for everything posted to the token endpoint from here,
+    // whatever the client; a forged X-Forwarded-For does not escape it (no proxy is trusted).
+    let mut statuses = Vec::new();
+    for _ in 0..30 {
+        statuses.push(token(&srv, Some(("nobody", "x")), &cc).await.status);
+    }
+    let first_429 = statuses.iter().position(|s| *s == 429).expect("the IP budget runs out");
+    assert!(first_429 >= 30 - 9 - 1, "429 came too early: {statuses:?}");
+    let forged = reqwest::Client::new()
+        .post(srv.url("/oauth/v2/token"))
+        .header("x-forwarded-for", "203.0.113.9")
+        .form(&cc)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 429);
+    assert!(forged.headers().contains_key("retry-after"));
+    let body: serde_json::Value = forged.json().await.unwrap();
+    assert_eq!(body["error"], "temporarily_unavailable");
+
+    // Other endpoints are not affected.
+    assert_eq!(srv.get("/.well-known/openid-configuration").await.status, 200);
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_set_limits_polling_but_never_a_client_that_honours_cache_control() {
+    let srv = with_limits(|l| l.keys_per_ip = "5/1m".into()).await;
+    let http = reqwest::Client::new();
+
+    // A verifier that honours Cache-Control: it fetches once and reuses the set until max-age
+    // passes. Checking 200 tokens costs it one request and no 429.
+    let mut cached: Option<(Instant, Duration, String)> = None;
+    let mut fetches = 0;
+    for _ in 0..200 {
+        let fresh = cached.as_ref().is_some_and(|(at, max_age, _)| at.elapsed() < *max_age);
+        if !fresh {
+            let r = http.get(srv.url("/oauth/v2/keys")).send().await.unwrap();
+            assert_eq!(r.status(), 200, "a caching client is never limited");
+            let cc = r.headers()["cache-control"].to_str().unwrap().to_string();
+            let max_age: u64 = cc.split("max-age=").nth(1).unwrap().split(',').next().unwrap().parse().unwrap();
+            cached = Some((Instant::now(), Duration::from_secs(max_age), r.text().await.unwrap()));
+            fetches += 1;
+        }
+    }
+    assert_eq!(fetches, 1);
+
+    // A backend that fetches the key set on every request is limited.
+    let mut statuses = Vec::new();
+    for _ in 0..10 {
+        let r = http.get(srv.url("/oauth/v2/keys")).send().await.unwrap();
+        statuses.push(r.status().as_u16());
+        if r.status() == 429 {
+            assert!(r.headers().contains_key("retry-after"));
+        }
+    }
+    assert!(statuses.starts_with(&[200, 200, 200, 200]), "{statuses:?}");
+    assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
+    srv.stop().await;
+}
+
+async fn login_page(srv: &TestServer, b: &Browser) -> (String, crate::browser::Page) {
+    let (client_id, _, _) = oidc_app(srv, json!({})).await;
+    let (_, challenge) = pkce();
+    let (id, page) = b
+        .authorize(&[
+            ("client_id", client_id.as_str()),
+            ("redirect_uri", CB),
+            ("response_type", "code"),
+            ("scope", "openid"),
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+        ])
+        .await;
+    (id.expect("a login page"), page)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn password_guessing_is_limited_per_login_name_and_per_ip() {
+    let srv = with_limits(|l| {
+        l.login_per_name = "3/1m".into();
+        l.login_per_ip = "20/1m".into();
+    })
+    .await;
+    human(&srv, "alice", "Wonder-land1").await;
+    human(&srv, "bob", "Builder-bob1").await;
+    let b = Browser::new(&srv);
+    let (id, page) = login_page(&srv, &b).await;
+    for _ in 0..3 {
+        let wrong = b.sign_in(&id, &page, "alice", "wrong-password").await;
+        assert!(wrong.html.contains("The login name or the password is wrong."), "{}", wrong.html);
+    }
+    // The fourth attempt on alice is refused before the password is checked, even the right one.
+    let limited = b.sign_in(&id, &page, "ALICE", "Wonder-land1").await;
+    assert_eq!(limited.status, 429, "{}", limited.html);
+    assert!(limited.html.contains("Too many attempts"), "{}", limited.html);
+    let wait: u64 = limited.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=20).contains(&wait), "{wait}");
+    assert_eq!(srv.count("session").await, 0);
+    // Bob is not affected.
+    let ok = b.sign_in(&id, &page, "bob", "Builder-bob1").await;
+    assert_eq!(ok.status, 303, "{}", ok.html);
+
+    // The IP budget covers every login form post (here 20 per minute, 10 already spent), from
+    // any browser.
+    let b = Browser::new(&srv);
+    let (id, page) = login_page(&srv, &b).await;
+    let mut last = 0;
+    for _ in 0..12 {
+        let p = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "carol")]).await;
+        last = p.status;
+        if last == 429 {
+            assert!(p.html.contains("Too many attempts"), "{}", p.html);
+            assert!(p.header("retry-after").is_some());
+            break;
+        }
+    }
+    assert_eq!(last, 429);
+    // The pages themselves stay readable.
+    assert_eq!(b.get(&format!("/ui/login/{id}")).await.status, 200);
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_bodies_headers_and_forms_are_refused_in_the_endpoints_format() {
+    let srv = TestServer::start(Backend::Sqlite).await;
+    let http = reqwest::Client::new();
+    // Token endpoint: 413 as OAuth JSON.
+    let big = format!("grant_type=client_credentials&pad={}", "a".repeat(200 * 1024));
+    let r = http
+        .post(srv.url("/oauth/v2/token"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(big.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["error"], "invalid_request", "{body}");
+    // Too many form fields.
+    let many: String = (0..100).map(|i| format!("f{i}=x&")).collect();
+    let r = http
+        .post(srv.url("/oauth/v2/token"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(many)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["error"], "invalid_request", "{body}");
+    // Login form: 413 as a page.
+    let r = http
+        .post(srv.url("/ui/login/x/password"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
+    assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    // The API: 1 MiB, InvalidArgument.
+    let r = srv
+        .send(
+            "POST",
+            "/management/v1/projects",
+            Some(&srv.pat),
+            &[],
+            Some(format!("{{\"name\":\"{}\"}}", "a".repeat(2 << 20))),
+        )
+        .await;
+    r.err(400, 3);
+    // Too many header fields, or a huge header: 431, and nothing else breaks.
+    let mut req = http.get(srv.url("/healthz"));
+    for i in 0..150 {
+        req = req.header(format!("x-h{i}"), "v");
+    }
+    assert_eq!(req.send().await.unwrap().status(), 431);
+    let r = http.get(srv.url("/healthz")).header("x-big", "a".repeat(100 * 1024)).send().await.unwrap();
+    assert_eq!(r.status(), 431);
+    assert_eq!(srv.get("/healthz").await.status, 200);
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_clients_are_cut_off() {
+    let srv = with_limits(|l| {
+        l.header_read_timeout = "1s".into();
+        l.body_read_timeout = "1s".into();
+    })
+    .await;
+    let addr = srv.base.trim_start_matches("http://").to_string();
+
+    // A head that never ends: the connection is closed after the header timeout.
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+    let t0 = Instant::now();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), slow.read_to_end(&mut buf)).await;
+    assert!(read.is_ok(), "the connection was not closed");
+    assert!(t0.elapsed() < Duration::from_secs(5), "closed after {:?}", t0.elapsed());
+
+    // A body that stalls: the request fails after the body timeout instead of holding a task.
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    slow.write_all(
+        b"POST /oauth/v2/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ngrant_type=",
+    )
+    .await
+    .unwrap();
+    let t0 = Instant::now();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), slow.read_to_end(&mut buf)).await;
+    assert!(read.is_ok(), "the stalled request was not ended");
+    assert!(t0.elapsed() < Duration::from_secs(5), "ended after {:?}", t0.elapsed());
+    let answer = String::from_utf8_lossy(&buf);
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 4"), "{answer}");
+
+    // Meanwhile others are served.
+    assert_eq!(srv.get("/healthz").await.status, 200);
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_rate_limit_keys_are_forgotten() {
+    let srv = with_limits(|l| l.per_client = "100/1s".into()).await;
+    for i in 0..50 {
+        srv.state.limits.client(&format!("c{i}")).unwrap();
+    }
+    assert!(srv.state.limits.tracked() >= 50);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    srv.state.limits.forget_idle();
+    assert_eq!(srv.state.limits.tracked(), 0);
+    srv.stop().await;
+}
