@@ -214,9 +214,20 @@ pub async fn password(
     }
     let credentials = Some(t.err_credentials.to_string());
     let stored = f.user.as_ref().and_then(|u| u.human()).and_then(|h| h.password_hash.clone());
+    // The hash may wait in the queue of the hashing threads: it does not hold a database
+    // connection meanwhile, so a login storm does not starve every other request of them.
+    drop(c);
+    let reconnect = |state: &AppState| {
+        let state = state.clone();
+        async move { state.db.conn().await }
+    };
     let (Some(u), Some(hash)) = (f.user.clone(), stored) else {
         // Unknown user, machine user or no password: spend the same time, say the same thing.
         state.hasher.verify_nobody(&form.password).await;
+        let mut c = match reconnect(&state).await {
+            Ok(c) => c,
+            Err(e) => return store_fail(t, &headers, e),
+        };
         return show(&state, &mut c, f, &headers, credentials, None).await;
     };
     let ok = match state.hasher.verify(&form.password, &hash).await {
@@ -225,6 +236,10 @@ pub async fn password(
             tracing::warn!(user_id = %u.user_id, error = %e, "stored password hash could not be verified");
             false
         }
+    };
+    let mut c = match reconnect(&state).await {
+        Ok(c) => c,
+        Err(e) => return store_fail(t, &headers, e),
     };
     let now = state.clock.now();
     if !ok {
@@ -256,7 +271,13 @@ pub async fn password(
         return store_fail(t, &headers, e);
     }
     if state.hasher.needs_rehash(&hash) {
-        match state.hasher.hash(&form.password).await {
+        drop(c);
+        let new = state.hasher.hash(&form.password).await;
+        c = match reconnect(&state).await {
+            Ok(c) => c,
+            Err(e) => return store_fail(t, &headers, e),
+        };
+        match new {
             Ok(new) => {
                 if let Err(e) = user::rehash(&mut c, &u.user_id, &hash, &new).await {
                     tracing::warn!(error = %e, "re-hashing a password failed");

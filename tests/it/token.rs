@@ -565,7 +565,7 @@ on_both!(bad_requests, |srv| {
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"], "invalid_request");
     let big = "x".repeat(70_000);
-    token(srv, None, &[("grant_type", "client_credentials"), ("scope", &big)]).await.err(400, "invalid_request");
+    token(srv, None, &[("grant_type", "client_credentials"), ("scope", &big)]).await.err(413, "invalid_request");
     let r = reqwest::Client::new().get(srv.url("/oauth/v2/token")).send().await.unwrap();
     assert_eq!(r.status(), 405);
 });
