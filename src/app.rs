@@ -45,6 +45,8 @@ pub struct Inner {
     /// The discovery document, rendered once.
     pub discovery: Bytes,
     pub jwks_cache_control: String,
+    /// Applications, projects, organizations and lifetimes read recently.
+    pub cache: crate::cache::ConfigCache,
     /// Rate limits of this replica.
     pub limits: Arc<crate::limits::RateLimits>,
 }
@@ -140,6 +142,7 @@ pub async fn start(settings: Settings, clock: SharedClock) -> Result<Started, St
         discovery: oidc::discovery::render(&settings.issuer),
         jwks_cache_control: format!("public, max-age={}", settings.keys.jwks_max_age),
         limits: crate::limits::RateLimits::new(settings.limits.clone()),
+        cache: crate::cache::ConfigCache::default(),
         hasher: PasswordHasher::new(settings.argon2, cores),
         mailer: crate::login::email::Mailer::from_settings(&settings).map_err(StartError::Mail)?,
         otp_cipher: crate::crypto::aead::Aead::derive(&master, crate::crypto::aead::Purpose::OtpSecret)
@@ -165,7 +168,8 @@ pub fn router(state: AppState) -> Router {
         .nest("/admin/v1", admin::routes())
         .merge(v2::routes())
         .method_not_allowed_fallback(api::error::method_not_allowed)
-        .layer(DefaultBodyLimit::max(api::json::MAX_BODY));
+        .layer(DefaultBodyLimit::max(api::json::MAX_BODY))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), api::clear_cache_after_writes));
     let protocol = Router::new()
         .merge(oidc::routes())
         .merge(crate::oauth::routes())

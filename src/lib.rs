@@ -8,6 +8,7 @@ pub mod admin;
 pub mod api;
 pub mod app;
 pub mod bootstrap;
+pub mod cache;
 pub mod clock;
 pub mod config;
 pub mod crypto;

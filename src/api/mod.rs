@@ -9,3 +9,18 @@ pub mod types;
 pub use auth::Caller;
 pub use error::{ApiError, Code};
 pub use json::ApiJson;
+
+/// Middleware: after every call that may change something (any method but GET and HEAD), this
+/// replica forgets the configuration it cached (`crate::cache`), so the change shows at once.
+pub async fn clear_cache_after_writes(
+    axum::extract::State(state): axum::extract::State<crate::app::AppState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let reads = matches!(*req.method(), axum::http::Method::GET | axum::http::Method::HEAD);
+    let r = next.run(req).await;
+    if !reads {
+        state.cache.clear();
+    }
+    r
+}

@@ -98,7 +98,7 @@ impl Flow {
             .ok_or_else(|| fail(t, headers, StatusCode::FORBIDDEN, t.err_form))?;
         let progress: Progress =
             from_json("auth_request.progress", &row.progress).map_err(|e| store_fail(t, headers, e))?;
-        let client = client::load(c, &params.client_id)
+        let client = client::load(&state.cache, c, &params.client_id)
             .await
             .map_err(|e| store_fail(t, headers, e))?
             .ok_or_else(|| fail(t, headers, StatusCode::BAD_REQUEST, "the application is no longer available"))?;

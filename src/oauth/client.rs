@@ -2,10 +2,11 @@
 
 use url::Url;
 
+use crate::cache::ConfigCache;
 use crate::domain::enums::{AppState, OidcAppType, OidcAuthMethod, ProjectState};
 use crate::store::app::{App, AppKind, OidcConfig};
 use crate::store::project::Project;
-use crate::store::{Conn, Result, app, project};
+use crate::store::{Conn, Result};
 
 #[derive(Debug, Clone)]
 pub struct OidcClient {
@@ -16,11 +17,11 @@ pub struct OidcClient {
 }
 
 /// An active OIDC application of an active project, by client id.
-pub async fn load(c: &mut Conn, client_id: &str) -> Result<Option<OidcClient>> {
+pub async fn load(cache: &ConfigCache, c: &mut Conn, client_id: &str) -> Result<Option<OidcClient>> {
     if client_id.is_empty() || client_id.len() > 200 {
         return Ok(None);
     }
-    let Some(a) = app::get_by_client_id(c, client_id).await? else {
+    let Some(a) = cache.app(c, client_id).await? else {
         return Ok(None);
     };
     if a.state != AppState::Active {
@@ -29,7 +30,7 @@ pub async fn load(c: &mut Conn, client_id: &str) -> Result<Option<OidcClient>> {
     let AppKind::Oidc { auth_method, config } = a.kind.clone() else {
         return Ok(None);
     };
-    let Some(p) = project::get(c, &a.project_id).await? else {
+    let Some(p) = cache.project(c, &a.project_id).await? else {
         return Ok(None);
     };
     if p.state != ProjectState::Active {

@@ -12,10 +12,11 @@ use super::assertion;
 use super::client::{self, OidcClient};
 use super::error::{OAuthError, OAuthResult};
 use super::form::Form;
+use crate::cache::ConfigCache;
 use crate::crypto::secret;
 use crate::domain::enums::{ApiAuthMethod, AppState, OidcAuthMethod};
 use crate::store::app::{App, AppKind};
-use crate::store::{Conn, app, key};
+use crate::store::{Conn, key};
 
 pub const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
@@ -158,6 +159,7 @@ async fn check_credentials(c: &mut Conn, p: &Presented, a: &App, audiences: &[&s
 
 /// Authenticates an OIDC application with one of the `allowed` methods.
 pub async fn oidc_client(
+    cache: &ConfigCache,
     c: &mut Conn,
     p: &Presented,
     allowed: &[Method],
@@ -167,7 +169,7 @@ pub async fn oidc_client(
     if !allowed.contains(&p.method) {
         return Err(p.fail(format!("{} is not accepted here", p.method.as_str())));
     }
-    let client = client::load(c, &p.client_id).await?.ok_or_else(|| p.fail("client authentication failed"))?;
+    let client = client::load(cache, c, &p.client_id).await?.ok_or_else(|| p.fail("client authentication failed"))?;
     let registered = match client.auth_method {
         OidcAuthMethod::Basic => Method::Basic,
         OidcAuthMethod::Post => Method::Post,
@@ -183,6 +185,7 @@ pub async fn oidc_client(
 
 /// Authenticates an OIDC or API application (introspection, revocation).
 pub async fn any_app(
+    cache: &ConfigCache,
     c: &mut Conn,
     p: &Presented,
     allowed: &[Method],
@@ -192,7 +195,7 @@ pub async fn any_app(
     if !allowed.contains(&p.method) {
         return Err(p.fail(format!("{} is not accepted here", p.method.as_str())));
     }
-    let a = app::get_by_client_id(c, &p.client_id).await?.filter(|a| a.state == AppState::Active);
+    let a = cache.app(c, &p.client_id).await?.filter(|a| a.state == AppState::Active);
     let a = a.ok_or_else(|| p.fail("client authentication failed"))?;
     let registered = match &a.kind {
         AppKind::Oidc { auth_method, .. } => match auth_method {

@@ -18,8 +18,8 @@ use super::scope::{CLAIM_PROJECT_ROLES, Scopes};
 use crate::app::AppState;
 use crate::oidc::claims::{self, Subject};
 use crate::paths;
+use crate::store::Conn;
 use crate::store::app::App;
-use crate::store::{Conn, org, project};
 
 pub async fn handler(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     match introspect(&state, &headers, &body).await {
@@ -48,21 +48,27 @@ async fn introspect(state: &AppState, headers: &HeaderMap, body: &[u8]) -> OAuth
     let mut c = state.db.conn().await?;
     let issuer = &state.settings.issuer;
     let endpoint = format!("{issuer}{}", paths::INTROSPECT);
-    let caller =
-        client_auth::any_app(&mut c, &presented, &[Method::Basic, Method::PrivateKeyJwt], &[issuer, &endpoint], now)
-            .await
-            .map_err(unauthorized)?;
+    let caller = client_auth::any_app(
+        &state.cache,
+        &mut c,
+        &presented,
+        &[Method::Basic, Method::PrivateKeyJwt],
+        &[issuer, &endpoint],
+        now,
+    )
+    .await
+    .map_err(unauthorized)?;
     state.limits.client(&caller.client_id)?;
     let Some(a) = access::resolve(state, &mut c, token).await? else { return Ok(json!({"active": false})) };
     let allowed = a.is_pat || a.claims.aud.iter().any(|x| *x == caller.client_id || *x == caller.project_id);
     if !allowed {
         return Ok(json!({"active": false}));
     }
-    Ok(Value::Object(response(&mut c, &a, &caller).await?))
+    Ok(Value::Object(response(state, &mut c, &a, &caller).await?))
 }
 
 /// Every field of SPEC.md 2.4 plus the user's claims for the granted scopes.
-async fn response(c: &mut Conn, a: &Access, caller: &App) -> OAuthResult<Map<String, Value>> {
+async fn response(state: &AppState, c: &mut Conn, a: &Access, caller: &App) -> OAuthResult<Map<String, Value>> {
     let cl = &a.claims;
     let mut m = Map::new();
     m.insert("active".into(), true.into());
@@ -98,12 +104,12 @@ async fn response(c: &mut Conn, a: &Access, caller: &App) -> OAuthResult<Map<Str
         m.insert("act".into(), act.clone());
     }
     let scopes = Scopes::parse(&cl.scope).unwrap_or_default();
-    if let Some(o) = org::get(c, &a.user.org_id).await? {
+    if let Some(o) = state.cache.org(c, &a.user.org_id).await? {
         let subject = Subject { user: a.user.clone(), org: o };
         claims::profile_claims(&subject, &scopes, "username", &mut m);
         claims::org_claims(&subject, &scopes, &mut m);
     }
-    if let Some(p) = project::get(c, &caller.project_id).await?
+    if let Some(p) = state.cache.project(c, &caller.project_id).await?
         && let Some(roles) = claims::role_claim(c, &a.user.user_id, &p.project_id, &scopes, p.role_assertion).await?
     {
         m.insert(CLAIM_PROJECT_ROLES.into(), roles);

@@ -10,7 +10,7 @@ use super::tokens::half_hash;
 use crate::app::AppState;
 use crate::domain::settings::OidcSettings;
 use crate::oidc::claims::{self, Subject};
-use crate::store::{Conn, setting};
+use crate::store::Conn;
 
 /// The claims of an access token; the same for JWT and opaque tokens.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -80,8 +80,8 @@ pub fn audience(client_id: &str, project_id: &str, scopes: &Scopes) -> Vec<Strin
     aud
 }
 
-pub async fn lifetimes(c: &mut Conn) -> Result<OidcSettings, OAuthError> {
-    Ok(setting::load::<OidcSettings>(c, setting::INSTANCE).await?.value)
+pub async fn lifetimes(state: &AppState, c: &mut Conn) -> Result<OidcSettings, OAuthError> {
+    Ok(state.cache.oidc_settings(c).await?)
 }
 
 /// Issues an access token; returns it with its claims.

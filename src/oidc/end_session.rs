@@ -94,7 +94,7 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
         }
     };
     let target = match (&client_id, redirect) {
-        (Some(cid), Some(uri)) => match client::load(&mut c, cid).await {
+        (Some(cid), Some(uri)) => match client::load(&state.cache, &mut c, cid).await {
             Ok(Some(cl)) if cl.post_logout_allowed(uri) => Some(uri.to_string()),
             Ok(_) => return bad("the post_logout_redirect_uri is not registered for this client"),
             Err(e) => {
@@ -136,7 +136,7 @@ pub async fn end_sessions(
     if ended.is_empty() {
         return Ok(0);
     }
-    let keep = issue::lifetimes(c).await.map(|l| l.longest_signed_token()).unwrap_or(86_400) + 60;
+    let keep = issue::lifetimes(state, c).await.map(|l| l.longest_signed_token()).unwrap_or(86_400) + 60;
     let ids: Vec<String> = ended.iter().map(|s| s.session_id.clone()).collect();
     for sid in &ids {
         revocation::revoke(c, &revocation::session_key(sid), now, now + keep).await?;

@@ -14,7 +14,6 @@ use crate::app::AppState;
 use crate::oauth::access;
 use crate::oauth::error::no_store;
 use crate::oauth::scope::{CLAIM_PROJECT_ROLES, Scopes};
-use crate::store::{app, org, project};
 
 fn challenge(status: StatusCode, value: &'static str, error: Option<(&str, &str)>) -> Response {
     let body = match error {
@@ -90,14 +89,14 @@ pub async fn handler(State(state): State<AppState>, method: Method, headers: Hea
     let result = async {
         let mut m = Map::new();
         m.insert("sub".into(), a.user.user_id.clone().into());
-        if let Some(o) = org::get(&mut c, &a.user.org_id).await? {
+        if let Some(o) = state.cache.org(&mut c, &a.user.org_id).await? {
             let subject = Subject { user: a.user.clone(), org: o };
             claims::profile_claims(&subject, &scopes, "preferred_username", &mut m);
             claims::org_claims(&subject, &scopes, &mut m);
         }
         // Role claims for the project of the client the token was issued to.
-        if let Some(client) = app::get_by_client_id(&mut c, &a.claims.client_id).await?
-            && let Some(p) = project::get(&mut c, &client.project_id).await?
+        if let Some(client) = state.cache.app(&mut c, &a.claims.client_id).await?
+            && let Some(p) = state.cache.project(&mut c, &client.project_id).await?
             && let Some(roles) =
                 claims::role_claim(&mut c, &a.user.user_id, &p.project_id, &scopes, p.role_assertion).await?
         {

@@ -26,7 +26,7 @@ use crate::oidc::claims::{self, Subject};
 use crate::store::auth_request::AuthRequestRow;
 use crate::store::session::Session;
 use crate::store::user::User;
-use crate::store::{Conn, auth_request, code, org, session, to_json, user};
+use crate::store::{Conn, auth_request, code, session, to_json, user};
 
 /// What an authorization code stands for, kept (as JSON) until it is redeemed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -73,7 +73,7 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
         Ok(c) => c,
         Err(e) => return unavailable(fallback, headers, e),
     };
-    let (params, client) = match request::check(&mut c, &state.tokens, &pairs).await {
+    let (params, client) = match request::check(&state.cache, &mut c, &state.tokens, &pairs).await {
         Ok(ok) => ok,
         Err(Rejection::Page(PageError::Unavailable(e))) => return unavailable(fallback, headers, e),
         Err(Rejection::Page(e)) => {
@@ -231,8 +231,8 @@ pub fn shape(client: &OidcClient) -> Shape {
 }
 
 /// Loads a user's organization to make a token subject.
-pub async fn subject(c: &mut Conn, u: User) -> crate::store::Result<Option<Subject>> {
-    Ok(org::get(c, &u.org_id).await?.map(|o| Subject { user: u, org: o }))
+pub async fn subject(state: &AppState, c: &mut Conn, u: User) -> crate::store::Result<Option<Subject>> {
+    Ok(state.cache.org(c, &u.org_id).await?.map(|o| Subject { user: u, org: o }))
 }
 
 /// Answers the client for an authenticated session: a code, or the implicit tokens.
@@ -247,7 +247,7 @@ pub async fn complete(
 ) -> crate::store::Result<Response> {
     let now = state.clock.now();
     session::touch(c, &s.session_id, now).await?;
-    let Some(subject) = subject(c, u).await? else {
+    let Some(subject) = subject(state, c, u).await? else {
         return Ok(pages::error_page(t, StatusCode::BAD_REQUEST, "the account has no organization", ""));
     };
     let scopes = claims::filter_org_scopes(&subject, &params.scopes());
@@ -293,7 +293,7 @@ pub async fn complete(
                 act: None,
             };
             let shape = shape(client);
-            let life = match issue::lifetimes(c).await {
+            let life = match issue::lifetimes(state, c).await {
                 Ok(l) => l,
                 Err(e) => {
                     return Ok(response::error(

@@ -171,13 +171,14 @@ struct HintClaims {
 
 /// Checks a request. `tokens` verifies `id_token_hint`s (any published key; expiry ignored).
 pub async fn check(
+    cache: &crate::cache::ConfigCache,
     c: &mut Conn,
     tokens: &TokenService,
     raw: &[(String, String)],
 ) -> Result<(AuthParams, OidcClient), Rejection> {
     let raw = Raw(raw);
     let client_id = raw.one("client_id").map_err(Rejection::Page)?.ok_or(Rejection::Page(PageError::ClientMissing))?;
-    let client = client::load(c, client_id)
+    let client = client::load(cache, c, client_id)
         .await
         .map_err(|e| Rejection::Page(PageError::Unavailable(e.to_string())))?
         .ok_or(Rejection::Page(PageError::ClientUnknown))?;

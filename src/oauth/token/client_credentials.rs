@@ -43,7 +43,8 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     }
     state.limits.client(&u.username)?;
     let username = u.username.clone();
-    let subject = subject(&mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
+    let subject =
+        subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
     let scopes = scopes.known();
     let g = Grant {
         audience: issue::audience(&username, "", &scopes),
@@ -59,7 +60,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         act: None,
     };
     let shape = Shape { jwt_access_token: m.access_token_type == AccessTokenType::Jwt, ..Shape::default() };
-    let life = issue::lifetimes(&mut c).await?;
+    let life = issue::lifetimes(state, &mut c).await?;
     let (access_token, _) = issue::access_token(state, &mut c, &g, shape, life.access_token_lifetime).await?;
     Ok(TokenResponse {
         access_token,

@@ -35,7 +35,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     let verifier = form.get("code_verifier")?;
     let mut c = state.db.conn().await?;
     let auds = assertion_audiences(state);
-    let client = client_auth::oidc_client(&mut c, &presented, &ALL, &[&auds[0], &auds[1]], now).await?;
+    let client = client_auth::oidc_client(&state.cache, &mut c, &presented, &ALL, &[&auds[0], &auds[1]], now).await?;
     state.limits.client(&client.app.client_id)?;
     if !client.config.grant_types.contains(&OidcGrantType::AuthorizationCode) {
         return Err(OAuthError::unauthorized_client("the client may not use the authorization_code grant"));
@@ -76,7 +76,8 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     }
     let u = user::get(&mut c, &data.user_id).await?.filter(|u| u.state == UserState::Active);
     let u = u.ok_or_else(|| OAuthError::invalid_grant("the user is not active"))?;
-    let subject = subject(&mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
+    let subject =
+        subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
     let mut scopes = Scopes(data.scopes.clone());
     let may_refresh = client.config.grant_types.contains(&OidcGrantType::RefreshToken);
     if !may_refresh {

@@ -128,7 +128,8 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     let presented = client_auth::presented(headers, form)?
         .ok_or_else(|| OAuthError::invalid_client("client authentication is required"))?;
     let auds = assertion_audiences(state);
-    let client = client_auth::oidc_client(&mut c, &presented, &METHODS, &[&auds[0], &auds[1]], now).await?;
+    let client =
+        client_auth::oidc_client(&state.cache, &mut c, &presented, &METHODS, &[&auds[0], &auds[1]], now).await?;
     state.limits.client(&client.app.client_id)?;
     if !client.config.grant_types.contains(&OidcGrantType::TokenExchange) {
         return Err(OAuthError::unauthorized_client("the client may not use token exchange"));
@@ -240,7 +241,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         }
         None => allowed_scopes,
     };
-    let subj = subject_of(&mut c, subject.user).await?;
+    let subj = subject_of(state, &mut c, subject.user).await?;
     let g = Grant {
         client_id: client.app.client_id.clone(),
         project_id: client.project.project_id.clone(),
@@ -261,7 +262,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     let mut sh = shape(&client);
     sh.jwt_access_token = requested_type == JWT;
     if requested_type == ID_TOKEN {
-        let life = issue::lifetimes(&mut c).await?;
+        let life = issue::lifetimes(state, &mut c).await?;
         let id = issue::id_token(state, &mut c, &g, sh, life.id_token_lifetime, None, None).await?;
         return Ok(TokenResponse {
             access_token: id,
@@ -283,6 +284,6 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     Ok(r)
 }
 
-async fn subject_of(c: &mut Conn, u: User) -> OAuthResult<crate::oidc::claims::Subject> {
-    subject(c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))
+async fn subject_of(state: &AppState, c: &mut Conn, u: User) -> OAuthResult<crate::oidc::claims::Subject> {
+    subject(state, c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))
 }

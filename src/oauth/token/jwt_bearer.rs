@@ -38,7 +38,8 @@ pub async fn grant(state: &AppState, form: &Form) -> OAuthResult<TokenResponse> 
     }
     let jwt = u.machine().is_some_and(|m| m.access_token_type == AccessTokenType::Jwt);
     let client_id = u.user_id.clone();
-    let subject = subject(&mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
+    let subject =
+        subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
     let scopes = scopes.known().without("offline_access");
     let g = Grant {
         audience: issue::audience(&client_id, "", &scopes),

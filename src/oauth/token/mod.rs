@@ -84,7 +84,7 @@ pub fn assertion_audiences(state: &AppState) -> [String; 2] {
 /// Revokes everything issued under a grant (code reuse, refresh token reuse).
 pub async fn revoke_grant(state: &AppState, c: &mut Conn, grant_id: &str) -> OAuthResult<()> {
     let now = state.clock.now();
-    let life = issue::lifetimes(c).await?;
+    let life = issue::lifetimes(state, c).await?;
     revocation::revoke(c, &revocation::grant_key(grant_id), now, now + life.longest_signed_token() + 60).await?;
     let n = refresh_store::revoke_grant(c, grant_id, now).await?;
     tracing::warn!(grant_id, refresh_tokens = n, "grant revoked after a reused code or refresh token");
@@ -99,7 +99,7 @@ pub async fn issue_tokens(
     shape: Shape,
     refresh: Option<RefreshPlan>,
 ) -> OAuthResult<TokenResponse> {
-    let life = issue::lifetimes(c).await?;
+    let life = issue::lifetimes(state, c).await?;
     let (access_token, _) = issue::access_token(state, c, g, shape, life.access_token_lifetime).await?;
     let id_token = if g.scopes.has("openid") {
         Some(issue::id_token(state, c, g, shape, life.id_token_lifetime, Some(&access_token), None).await?)

@@ -28,7 +28,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     };
     let mut c = state.db.conn().await?;
     let auds = assertion_audiences(state);
-    let client = client_auth::oidc_client(&mut c, &presented, &ALL, &[&auds[0], &auds[1]], now).await?;
+    let client = client_auth::oidc_client(&state.cache, &mut c, &presented, &ALL, &[&auds[0], &auds[1]], now).await?;
     state.limits.client(&client.app.client_id)?;
     if !client.config.grant_types.contains(&OidcGrantType::RefreshToken) {
         return Err(OAuthError::unauthorized_client("the client may not use the refresh_token grant"));
@@ -67,7 +67,8 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     };
     let u = user::get(&mut c, &row.user_id).await?.filter(|u| u.state == UserState::Active);
     let u = u.ok_or_else(|| OAuthError::invalid_grant("the user is not active"))?;
-    let subject = subject(&mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
+    let subject =
+        subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
     if !refresh::rotate(&mut c, &hash, now).await? {
         // Another request rotated it a moment ago: treat as reuse.
         revoke_grant(state, &mut c, &row.grant_id).await?;
