@@ -10,6 +10,7 @@ pub mod app;
 pub mod bootstrap;
 pub mod clock;
 pub mod config;
+pub mod cors;
 pub mod crypto;
 pub mod domain;
 pub mod id;
