@@ -1,7 +1,7 @@
 // The endpoints after the token endpoint, through openid-client's own calls: userinfo
 // (fetchUserInfo checks its sub against the ID token), introspection, revocation, RP-initiated
 // logout followed in Chromium (buildEndSessionUrl), and token exchange (RFC 8693) through the
-// generic grant call.
+// generic grant call. Then a single-page app's fetch calls in Chromium, under its CORS rules.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -164,6 +164,59 @@ for (const db of databases()) {
       let cb;
       before(async () => { [browser, cb] = await Promise.all([launch(), callbackServer()]); });
       after(async () => { await browser?.close(); await cb?.close(); });
+
+      it('a single-page app on another origin: CORS on discovery, token, userinfo, revocation; none on authorize', async () => {
+        const app = await latch.oidcApp({
+          redirectUris: [cb.redirectUri], authMethodType: 'OIDC_AUTH_METHOD_TYPE_NONE', appType: 'OIDC_APP_TYPE_USER_AGENT',
+        });
+        const config = await rpConfig(latch, app.clientId, client.None());
+        const login = unique('spa');
+        const uid = await latch.human(login, PW);
+        const context = await browser.newContext();
+        const page = await context.newPage();
+        const a = await authRequest(config, cb.redirectUri);
+        const arrived = captureRequest(page, cb.redirectUri);
+        await page.goto(a.url.href);
+        await signIn(page, login, PW);
+        const code = new URL((await arrived).url()).searchParams.get('code');
+        await page.waitForURL(`${cb.redirectUri}?**`);
+        assert.notEqual(new URL(page.url()).origin, new URL(latch.base).origin, 'the app runs on another origin');
+
+        // What the app's own script does with fetch, under Chromium's CORS rules.
+        const out = await page.evaluate(async ({ base, clientId, redirectUri, code, verifier }) => {
+          const form = (o) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(o) });
+          const res = {};
+          const d = await (await fetch(`${base}/.well-known/openid-configuration`)).json();
+          res.keys = (await (await fetch(d.jwks_uri)).json()).keys.length;
+          const t = await fetch(d.token_endpoint, form({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, client_id: clientId, code_verifier: verifier }));
+          const tokens = await t.json();
+          res.token = { status: t.status, idToken: tokens.id_token };
+          // A header that needs a preflight.
+          const bearer = { headers: { authorization: `Bearer ${tokens.access_token}` } };
+          const u = await fetch(d.userinfo_endpoint, bearer);
+          res.userinfo = await u.json();
+          res.revoke = (await fetch(d.revocation_endpoint, form({ token: tokens.access_token, client_id: clientId }))).status;
+          const after = await fetch(d.userinfo_endpoint, bearer);
+          res.after = { status: after.status, challenge: after.headers.get('www-authenticate') };
+          try {
+            await fetch(`${d.authorization_endpoint}?client_id=${clientId}`);
+            res.authorize = 'readable';
+          } catch (e) {
+            res.authorize = e.name;
+          }
+          return res;
+        }, { base: latch.base, clientId: app.clientId, redirectUri: cb.redirectUri, code, verifier: a.verifier });
+
+        assert.ok(out.keys >= 1, 'the key set is readable');
+        assert.equal(out.token.status, 200);
+        assert.equal(jwtPart(out.token.idToken, 1).sub, uid);
+        assert.equal(out.userinfo.sub, uid);
+        assert.equal(out.revoke, 200);
+        assert.equal(out.after.status, 401);
+        assert.match(out.after.challenge ?? '', /invalid_token/, 'WWW-Authenticate is exposed to the app');
+        assert.equal(out.authorize, 'TypeError', 'the authorization endpoint is not readable from another origin');
+        await context.close();
+      });
 
       it('buildEndSessionUrl: the session ends, state comes back, its tokens turn inactive', async () => {
         const bye = `${cb.base}/bye`;
