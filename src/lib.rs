@@ -11,6 +11,7 @@ pub mod bootstrap;
 pub mod cache;
 pub mod clock;
 pub mod config;
+pub mod cors;
 pub mod crypto;
 pub mod domain;
 pub mod http;

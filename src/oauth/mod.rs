@@ -21,9 +21,14 @@ use crate::app::AppState;
 use crate::paths;
 
 pub fn routes() -> Router<AppState> {
+    Router::new().route(paths::AUTHORIZE, get(authorize::get).post(authorize::post)).merge(cors_routes())
+}
+
+/// The endpoints a single-page app calls with `fetch` (see [`crate::cors`]).
+fn cors_routes() -> Router<AppState> {
     Router::new()
-        .route(paths::AUTHORIZE, get(authorize::get).post(authorize::post))
         .route(paths::TOKEN, post(token::handler))
         .route(paths::INTROSPECT, post(introspect::handler))
         .route(paths::REVOKE, post(revoke::handler))
+        .layer(crate::cors::endpoints())
 }

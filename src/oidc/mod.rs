@@ -13,9 +13,13 @@ use crate::app::AppState;
 use crate::paths;
 
 pub fn routes() -> Router<AppState> {
-    Router::new()
+    let public = Router::new()
         .route(paths::DISCOVERY, get(discovery::handler))
         .route(paths::KEYS, get(keys::handler))
+        .layer(crate::cors::public());
+    let userinfo = Router::new()
         .route(paths::USERINFO, get(userinfo::handler).post(userinfo::handler))
-        .route(paths::END_SESSION, get(end_session::get).post(end_session::post))
+        .layer(crate::cors::endpoints());
+    // End session is a navigation: no CORS.
+    Router::new().route(paths::END_SESSION, get(end_session::get).post(end_session::post)).merge(public).merge(userinfo)
 }

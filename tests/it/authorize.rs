@@ -467,3 +467,40 @@ on_both!(hints_select_the_session, |srv| {
 fn pairs<'a>(v: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
     v.iter().map(|(k, s)| (*k, s.as_str())).collect()
 }
+
+on_both!(no_cors_on_authorize_login_pages_and_end_session, |srv| {
+    // Navigations only (RFC 9700 2.6): no other origin may read these answers, so none of them
+    // carries CORS headers, for a request or a preflight (the CORS endpoints are in cors.rs).
+    let (client_id, _, _) = oidc_app(srv, json!({})).await;
+    let (_, challenge) = pkce();
+    let b = Browser::new(srv);
+    let (id, page) = b.authorize(&code_query(&client_id, &challenge)).await;
+    let id = id.expect("a pending request");
+    let csrf = page.csrf();
+    let login_page = format!("/ui/login/{id}");
+    let loginname = format!("/ui/login/{id}/loginname");
+    let query =
+        form_urlencoded::Serializer::new(String::new()).extend_pairs(code_query(&client_id, &challenge)).finish();
+    let authorize = format!("/oauth/v2/authorize?{query}");
+    let origin = [("origin", "https://app.example.com"), ("access-control-request-method", "POST")];
+    for (method, path) in [
+        ("GET", authorize.as_str()),
+        ("POST", "/oauth/v2/authorize"),
+        ("OPTIONS", authorize.as_str()),
+        ("GET", login_page.as_str()),
+        ("OPTIONS", login_page.as_str()),
+        ("POST", loginname.as_str()),
+        ("OPTIONS", loginname.as_str()),
+        ("GET", "/oidc/v1/end_session"),
+        ("OPTIONS", "/oidc/v1/end_session"),
+    ] {
+        let r = srv.send(method, path, None, &origin, None).await;
+        assert!(r.status != 500, "{method} {path}: {}", r.text);
+        for h in ["access-control-allow-origin", "access-control-allow-methods", "access-control-allow-credentials"] {
+            assert!(r.header(h).is_none(), "{method} {path} sent {h}: {:?}", r.headers);
+        }
+    }
+    // The pending request is still usable: nothing above consumed it.
+    let p = b.post(&loginname, &[("csrf", &csrf), ("loginname", "nobody-here")]).await;
+    assert_eq!(p.status, 200, "{}", p.html);
+});

@@ -1,6 +1,7 @@
-"""Authlib as the relying party: the code flow with client_secret_post and with private_key_jwt,
-the login forms followed with a cookie jar, and the ID token validated by Authlib against
-latch's key set (iss, aud, azp, exp, iat, nonce, at_hash)."""
+"""Authlib as the relying party: the code flow with client_secret_basic, client_secret_post and
+private_key_jwt, the login forms followed with a cookie jar, the ID token validated by Authlib
+against latch's key set (iss, aud, azp, exp, iat, nonce, at_hash), then `introspect_token` and
+`revoke_token` (RFC 7662, RFC 7009) with the same client authentication."""
 
 import time
 import warnings
@@ -96,6 +97,69 @@ def test_code_flow_client_secret_post_and_refresh(latch):
     assert c["sub"] == uid
     assert "nonce" not in c
 
+    # Introspection takes client_secret_basic or private_key_jwt only (SPEC.md): post is 401.
+    r = session.introspect_token(latch.discovery["introspection_endpoint"], token=refreshed["access_token"])
+    assert r.status_code == 401 and r.json()["error"] == "invalid_client", r.text
+    # Revocation takes client_secret_post; the refresh token's chain and its access token end.
+    session.revocation_endpoint_auth_method = "client_secret_post"
+    r = session.revoke_token(
+        latch.discovery["revocation_endpoint"], token=refreshed["refresh_token"], token_type_hint="refresh_token"
+    )
+    assert r.status_code == 200, r.text
+    with pytest.raises(Exception, match="invalid_grant"):
+        session.refresh_token(latch.discovery["token_endpoint"], refresh_token=refreshed["refresh_token"])
+    r = requests.get(
+        latch.discovery["userinfo_endpoint"], headers={"authorization": f"Bearer {refreshed['access_token']}"}, timeout=10
+    )
+    assert r.status_code == 401 and 'error="invalid_token"' in r.headers["www-authenticate"]
+
+
+def introspect(session, latch, token):
+    r = session.introspect_token(latch.discovery["introspection_endpoint"], token=token)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_introspect_and_revoke_client_secret_basic(latch):
+    app = latch.oidc_app(redirectUris=[REDIRECT])
+    login = unique("ivy")
+    uid = latch.human(login, PW)
+    session = OAuth2Session(
+        app["client_id"],
+        app["client_secret"],
+        scope="openid email offline_access",
+        redirect_uri=REDIRECT,
+        code_challenge_method="S256",
+    )
+    assert session.token_endpoint_auth_method == "client_secret_basic"
+    verifier, nonce = generate_token(48), generate_token(20)
+    callback, state = sign_in(latch, session, login, nonce, verifier)
+    token = session.fetch_token(
+        latch.discovery["token_endpoint"], authorization_response=callback, code_verifier=verifier, state=state
+    )
+    info = introspect(session, latch, token["access_token"])
+    assert info["active"] is True
+    assert info["sub"] == uid
+    assert info["client_id"] == app["client_id"]
+    assert info["iss"] == latch.base
+    assert info["scope"] == "openid email offline_access"
+    assert info["email"] == f"{login}@example.com"
+    assert info["username"].startswith(f"{login}@")
+    assert introspect(session, latch, "garbage") == {"active": False}
+
+    # Revoking the access token (RFC 7009): inactive at once, the refresh token still works.
+    r = session.revoke_token(latch.discovery["revocation_endpoint"], token=token["access_token"])
+    assert r.status_code == 200, r.text
+    assert introspect(session, latch, token["access_token"]) == {"active": False}
+    refreshed = session.refresh_token(latch.discovery["token_endpoint"], refresh_token=token["refresh_token"])
+    assert introspect(session, latch, refreshed["access_token"])["active"] is True
+    # An unknown token is fine to revoke; a wrong secret is not.
+    assert session.revoke_token(latch.discovery["revocation_endpoint"], token="never-issued").status_code == 200
+    wrong = OAuth2Session(app["client_id"], "wrong-secret")
+    r = wrong.revoke_token(latch.discovery["revocation_endpoint"], token=refreshed["access_token"])
+    assert r.status_code == 401 and r.json()["error"] == "invalid_client"
+    assert introspect(session, latch, refreshed["access_token"])["active"] is True, "nothing was revoked"
+
 
 def test_client_secret_post_app_refuses_basic(latch):
     app = latch.oidc_app(redirectUris=[REDIRECT], authMethodType="OIDC_AUTH_METHOD_TYPE_POST")
@@ -134,8 +198,11 @@ def test_code_flow_private_key_jwt(latch):
             redirect_uri=REDIRECT,
             code_challenge_method="S256",
             token_endpoint_auth_method="private_key_jwt",
+            revocation_endpoint_auth_method="private_key_jwt",
         )
-        s.register_client_auth_method(PrivateKeyJWT(token_url, alg="RS256", headers={"kid": key["keyId"]}))
+        # No fixed endpoint: each assertion's aud is the URL it is sent to (token, introspection
+        # or revocation endpoint).
+        s.register_client_auth_method(PrivateKeyJWT(alg="RS256", headers={"kid": key["keyId"]}))
         return s
 
     session = session_with(key["key"])
@@ -144,6 +211,13 @@ def test_code_flow_private_key_jwt(latch):
     token = session.fetch_token(token_url, authorization_response=callback, code_verifier=verifier, state=state)
     claims = validate_id_token(latch, token["id_token"], app["client_id"], nonce, token["access_token"])
     assert claims["sub"] == uid
+
+    # Introspection and revocation with private_key_jwt too.
+    info = introspect(session, latch, token["access_token"])
+    assert info["active"] is True and info["sub"] == uid and info["client_id"] == app["client_id"]
+    r = session.revoke_token(latch.discovery["revocation_endpoint"], token=token["access_token"])
+    assert r.status_code == 200, r.text
+    assert introspect(session, latch, token["access_token"]) == {"active": False}
 
     # An assertion signed with a key latch does not know is refused.
     from cryptography.hazmat.primitives import serialization

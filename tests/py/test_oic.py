@@ -1,6 +1,7 @@
 """pyoidc (`oic`), the strictest Python relying party: discovery (issuer equality, key set
-loaded from jwks_uri), the code flow with PKCE and client_secret_basic, and the ID token
-verified by the library (signature against the key set, iss, aud, azp, exp, iat, nonce)."""
+loaded from jwks_uri), the code flow with PKCE and client_secret_basic, the ID token verified
+by the library (signature against the key set, iss, aud, azp, exp, iat, nonce), and userinfo
+(GET and POST) with the access token of that flow."""
 
 import base64
 import json
@@ -10,7 +11,7 @@ import pytest
 from jwkest import BadSignature
 from oic import rndstr
 from oic.oic import Client
-from oic.oic.message import AuthorizationResponse, RegistrationResponse
+from oic.oic.message import AuthorizationResponse, OpenIDSchema, RegistrationResponse
 from oic.utils.authn.client import CLIENT_AUTHN_METHOD
 
 from formwalk import walk
@@ -50,13 +51,14 @@ def authorize(latch, c, login, **extra):
     return resp, state, nonce, verifier
 
 
-def test_code_flow_client_secret_basic(latch):
+def test_code_flow_client_secret_basic_and_userinfo(latch):
     app = latch.oidc_app(redirectUris=[REDIRECT])
     login = unique("olga")
     uid = latch.human(login, PW)
     c = oic_client(latch, app)
     assert c.provider_info["issuer"] == latch.base
-    assert c.keyjar.get_issuer_keys(latch.base), "the key set was loaded from jwks_uri"
+    keys = c.keyjar.get_issuer_keys(latch.base)
+    assert keys, "the key set was loaded from jwks_uri"
     resp, state, nonce, verifier = authorize(latch, c, login)
     token = c.do_access_token_request(
         state=state,
@@ -68,6 +70,18 @@ def test_code_flow_client_secret_basic(latch):
     assert idt["nonce"] == nonce
     assert idt["azp"] == app["client_id"]
     assert app["client_id"] in idt["aud"]
+    assert idt.jws_header["kid"] in {k.kid for k in keys}, "signed by a key of the published set"
+
+    # userinfo with the access token of this flow (oic keeps it under the state), GET and POST.
+    for method in ("GET", "POST"):
+        info = c.do_user_info_request(method=method, state=state)
+        assert isinstance(info, OpenIDSchema), info
+        assert info["sub"] == idt["sub"], "userinfo is about the ID token's subject"
+        assert info["email"] == f"{login}@example.com"
+        assert info["email_verified"] is True
+    # A forged access token: 401 invalid_token, which oic returns as an error response.
+    err = c.do_user_info_request(method="GET", token="forged-token")
+    assert err["error"] == "invalid_token", err
 
 
 def test_a_forged_id_token_is_refused(latch):
