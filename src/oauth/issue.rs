@@ -148,7 +148,13 @@ pub async fn id_token(
     let mut m = Map::new();
     m.insert("iss".into(), state.settings.issuer.clone().into());
     m.insert("sub".into(), g.subject.user.user_id.clone().into());
-    m.insert("aud".into(), Value::from(g.audience.clone()));
+    // OIDC Core 2: the audience contains the client the ID token was issued to, whatever other
+    // audience a grant (token exchange) narrowed the tokens to.
+    let mut aud = g.audience.clone();
+    if !g.client_id.is_empty() && !aud.contains(&g.client_id) {
+        aud.insert(0, g.client_id.clone());
+    }
+    m.insert("aud".into(), Value::from(aud));
     m.insert("exp".into(), (now + lifetime).into());
     m.insert("iat".into(), now.into());
     if let Some(t) = g.auth_time {

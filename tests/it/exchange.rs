@@ -58,6 +58,10 @@ on_both!(token_exchange, |srv| {
     assert_eq!(c["sub"], alice.as_str());
     assert_eq!(c["aud"], json!([project]));
     assert_eq!(c["scope"], "openid");
+    // The access token keeps the narrowed audience; the ID token names the client as OIDC
+    // Core requires (relying-party libraries refuse it otherwise).
+    let id = claims(r.body["id_token"].as_str().unwrap());
+    assert_eq!(id["aud"], json!([client_id, project]), "{id}");
     assert_eq!(r.body["issued_token_type"], "urn:ietf:params:oauth:token-type:jwt");
     // An ID token as the result.
     let mut form = basic();
