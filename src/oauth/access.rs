@@ -68,18 +68,21 @@ pub async fn resolve(state: &AppState, c: &mut Conn, token: &str) -> Result<Opti
     if claims.exp <= now || claims.nbf > now + 60 || claims.iss != state.settings.issuer {
         return Ok(None);
     }
+    // The token, its session and its grant may have been revoked (a PAT is revoked by deleting
+    // it); the user is read in the same round trip.
+    let mut keys = Vec::new();
     if !is_pat {
-        let mut keys = vec![revocation::token_key(&claims.jti)];
+        keys.push(revocation::token_key(&claims.jti));
         if let Some(sid) = &claims.sid {
             keys.push(revocation::session_key(sid));
         }
         if let Some(gid) = &claims.gid {
             keys.push(revocation::grant_key(gid));
         }
-        if revocation::any_revoked(c, &keys).await? {
-            return Ok(None);
-        }
     }
-    let Some(u) = user::get(c, &claims.sub).await?.filter(|u| u.state == UserState::Active) else { return Ok(None) };
+    let Some((u, revoked)) = user::get_checking_revocation(c, &claims.sub, &keys).await? else { return Ok(None) };
+    if revoked || u.state != UserState::Active {
+        return Ok(None);
+    }
     Ok(Some(Access { claims, user: u, is_pat }))
 }

@@ -219,6 +219,36 @@ pub async fn get(c: &mut Conn, user_id: &str) -> Result<Option<User>> {
     Ok(row.map(User::from))
 }
 
+#[derive(FromRow)]
+struct RowAndRevocation {
+    #[sqlx(flatten)]
+    row: Row,
+    revoked: i64,
+}
+
+/// A user, and whether any of `revoked_keys` is revoked, in one round trip: the hot path of
+/// introspection and userinfo.
+pub async fn get_checking_revocation(
+    c: &mut Conn,
+    user_id: &str,
+    revoked_keys: &[String],
+) -> Result<Option<(User, bool)>> {
+    let (columns, from) = SELECT.split_once(" FROM ").expect("SELECT has a FROM");
+    let revoked = if revoked_keys.is_empty() {
+        "0".to_string()
+    } else {
+        let marks: Vec<String> = (0..revoked_keys.len()).map(|i| format!("${}", i + 2)).collect();
+        format!("(SELECT COUNT(*) FROM revocation WHERE revoked_key IN ({}))", marks.join(", "))
+    };
+    let sql = format!("{columns}, {revoked} AS revoked FROM {from} WHERE a.user_id = $1");
+    let mut q = sqlx::query_as::<_, RowAndRevocation>(&sql).bind(user_id);
+    for k in revoked_keys {
+        q = q.bind(k);
+    }
+    let row = q.fetch_optional(&mut *c).await?;
+    Ok(row.map(|r| (User::from(r.row), r.revoked > 0)))
+}
+
 /// A user by user name, case-insensitively (user names are unique in the instance).
 pub async fn get_by_username(c: &mut Conn, username: &str) -> Result<Option<User>> {
     let row: Option<Row> = sqlx::query_as(&format!("{SELECT} WHERE a.username_key = $1"))
