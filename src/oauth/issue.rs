@@ -125,8 +125,10 @@ pub async fn access_token(
         act: g.act.clone(),
         extra,
     };
+    // Signed on the request's own task: an RSA-2048 signature takes about 0.3 ms here, less than
+    // handing it to the blocking pool and back costs on two cores.
     let token = if shape.jwt_access_token {
-        state.tokens.sign_async(Some("at+jwt"), c.clone()).await.map_err(OAuthError::server_error)?
+        state.tokens.sign(Some("at+jwt"), &c).map_err(OAuthError::server_error)?
     } else {
         state.tokens.seal(&c).map_err(OAuthError::server_error)?
     };
@@ -195,5 +197,5 @@ pub async fn id_token(
     if let Some(act) = &g.act {
         m.insert("act".into(), act.clone());
     }
-    state.tokens.sign_async(None, Value::Object(m)).await.map_err(OAuthError::server_error)
+    state.tokens.sign(None, &Value::Object(m)).map_err(OAuthError::server_error)
 }

@@ -72,18 +72,6 @@ impl TokenService {
         sign_with(&key, typ, claims)
     }
 
-    /// Signs on the blocking pool: an RSA signature costs about half a millisecond.
-    pub async fn sign_async<T: Serialize + Send + 'static>(
-        self: &Arc<Self>,
-        typ: Option<&'static str>,
-        claims: T,
-    ) -> Result<String, TokenError> {
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || this.sign(typ, &claims))
-            .await
-            .map_err(|e| TokenError::Sign(e.to_string()))?
-    }
-
     /// Verifies a JWS made by latch (any published key) and returns its claims. Expiry is the
     /// caller's business (an expired ID token is still a valid hint).
     pub fn verify<T: DeserializeOwned>(&self, token: &str) -> Option<T> {

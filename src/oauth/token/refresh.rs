@@ -53,7 +53,10 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     if let Some(sid) = &row.session_id {
         keys.push(revocation::session_key(sid));
     }
-    if revocation::any_revoked(&mut c, &keys).await? {
+    let (u, revoked) = user::get_checking_revocation(&mut c, &row.user_id, &keys)
+        .await?
+        .ok_or_else(|| OAuthError::invalid_grant("the user is not active"))?;
+    if revoked {
         return Err(OAuthError::invalid_grant("the refresh token is revoked"));
     }
     let data: RefreshData = from_json("refresh_token.data", &row.data)?;
@@ -65,8 +68,9 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         Some(r) => r,
         None => original.clone(),
     };
-    let u = user::get(&mut c, &row.user_id).await?.filter(|u| u.state == UserState::Active);
-    let u = u.ok_or_else(|| OAuthError::invalid_grant("the user is not active"))?;
+    if u.state != UserState::Active {
+        return Err(OAuthError::invalid_grant("the user is not active"));
+    }
     let subject =
         subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
     if !refresh::rotate(&mut c, &hash, now).await? {
