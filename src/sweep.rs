@@ -11,10 +11,11 @@ use crate::store::{Db, Result};
 const CODE_GRACE: i64 = 600;
 
 /// (table, primary key columns, how long past `expires_at` a row is kept)
-const TABLES: [(&str, &str, i64); 7] = [
+const TABLES: [(&str, &str, i64); 8] = [
     ("auth_request", "auth_request_id", 0),
     ("auth_code", "code_hash", CODE_GRACE),
     ("session", "session_id", 0),
+    ("session_client", "session_id, client_id", 0),
     ("refresh_token", "token_hash", 0),
     ("revocation", "revoked_key", 0),
     ("assertion_jti", "jti_key", 0),

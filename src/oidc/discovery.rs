@@ -25,6 +25,8 @@ pub fn document(issuer: &str) -> serde_json::Value {
         "userinfo_endpoint": url(paths::USERINFO),
         "revocation_endpoint": url(paths::REVOKE),
         "end_session_endpoint": url(paths::END_SESSION),
+        "backchannel_logout_supported": true,
+        "backchannel_logout_session_supported": true,
         "jwks_uri": url(paths::KEYS),
         "scopes_supported": ["openid", "profile", "email", "phone", "address", "offline_access"],
         "response_types_supported": ["code", "id_token", "id_token token"],

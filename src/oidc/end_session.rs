@@ -142,6 +142,9 @@ pub async fn end_sessions(
         revocation::revoke(c, &revocation::session_key(sid), now, now + keep).await?;
     }
     refresh::revoke_sessions(c, &ids, now).await?;
+    if let Err(e) = super::backchannel::notify(state, c, &ended).await {
+        tracing::warn!(error = %e, "back-channel logout notifications failed");
+    }
     tracing::info!(sessions = ids.len(), "sessions ended");
     Ok(ids.len())
 }

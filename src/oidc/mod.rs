@@ -1,5 +1,6 @@
 //! OpenID Connect endpoints: discovery and the key set.
 
+pub mod backchannel;
 pub mod claims;
 pub mod discovery;
 pub mod end_session;

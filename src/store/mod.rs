@@ -15,6 +15,7 @@ pub mod query;
 pub mod refresh;
 pub mod revocation;
 pub mod session;
+pub mod session_client;
 pub mod setting;
 pub mod token_key;
 pub mod user;

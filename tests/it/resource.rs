@@ -419,3 +419,85 @@ on_both!(the_sweep_keeps_tables_bounded, |srv| {
     // Users and apps stay.
     assert!(srv.count("account").await >= 3);
 });
+
+/// An application's back-channel logout endpoint: collects the forms posted to it.
+async fn logout_receiver() -> (String, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let app = axum::Router::new().route(
+        "/backchannel",
+        axum::routing::post(move |body: String| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(body);
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}/backchannel"), rx)
+}
+
+on_both!(back_channel_logout_notifies_the_applications_of_the_session, |srv| {
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    let (uri, mut received) = logout_receiver().await;
+    let (client_id, secret, _) = oidc_app(srv, json!({"backChannelLogoutUri": uri, "devMode": true})).await;
+    let secret = secret.unwrap();
+    // Another application in the same session, without a back-channel URI.
+    let (other, _, _) = oidc_app(srv, json!({})).await;
+    srv.put("/v2/features/instance", json!({"enableBackChannelLogout": true})).await.ok();
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
+    code_for(srv, &b, &other, "openid").await;
+    let t = token(
+        srv,
+        Some((&client_id, &secret)),
+        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
+    )
+    .await;
+    let sid = crate::token::claims(t.ok()["id_token"].as_str().unwrap())["sid"].as_str().unwrap().to_string();
+    assert_eq!(srv.count("session_client").await, 1, "only the application with a URI is noted");
+
+    let r = b.get("/oidc/v1/end_session").await;
+    assert_eq!(r.status, 200);
+    let body = tokio::time::timeout(std::time::Duration::from_secs(10), received.recv())
+        .await
+        .expect("a logout token within 10 s")
+        .unwrap();
+    let token: String = form_urlencoded::parse(body.as_bytes())
+        .find(|(k, _)| k == "logout_token")
+        .map(|(_, v)| v.into_owned())
+        .expect("logout_token in the form");
+    // Signed by latch, for the application, about the session.
+    let header = jsonwebtoken::decode_header(&token).unwrap();
+    assert_eq!(header.typ.as_deref(), Some("logout+jwt"));
+    let jwks: Value = reqwest::get(srv.url("/oauth/v2/keys")).await.unwrap().json().await.unwrap();
+    let jwk = jwks["keys"].as_array().unwrap().iter().find(|k| k["kid"] == header.kid.clone().unwrap()).unwrap();
+    let jwk: jsonwebtoken::jwk::Jwk = serde_json::from_value(jwk.clone()).unwrap();
+    let mut v = jsonwebtoken::Validation::new(header.alg);
+    v.set_audience(&[client_id.as_str()]);
+    v.set_issuer(&[srv.base.as_str()]);
+    v.validate_exp = false; // the test clock is not the system clock
+    let claims = jsonwebtoken::decode::<Value>(&token, &jsonwebtoken::DecodingKey::from_jwk(&jwk).unwrap(), &v)
+        .expect("signed by latch")
+        .claims;
+    assert_eq!(claims["sub"], alice.as_str());
+    assert_eq!(claims["sid"], sid.as_str());
+    assert!(claims["events"]["http://schemas.openid.net/event/backchannel-logout"].is_object(), "{claims}");
+    assert!(claims.get("nonce").is_none());
+    assert_eq!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(), 120);
+    assert!(claims["jti"].is_string());
+    assert_eq!(srv.count("session_client").await, 0);
+
+    // With the feature off, nothing is sent (and nothing is left behind).
+    srv.put("/v2/features/instance", json!({"enableBackChannelLogout": false})).await.ok();
+    code_for(srv, &b, &client_id, "openid").await;
+    assert_eq!(srv.count("session_client").await, 1);
+    b.get("/oidc/v1/end_session").await;
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(1500), received.recv()).await.is_err(),
+        "no logout token while the feature is off"
+    );
+    assert_eq!(srv.count("session_client").await, 0);
+});

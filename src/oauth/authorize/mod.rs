@@ -247,6 +247,7 @@ pub async fn complete(
 ) -> crate::store::Result<Response> {
     let now = state.clock.now();
     session::touch(c, &s.session_id, now).await?;
+    crate::oidc::backchannel::note(c, client, s).await?;
     let Some(subject) = subject(state, c, u).await? else {
         return Ok(pages::error_page(t, StatusCode::BAD_REQUEST, "the account has no organization", ""));
     };
