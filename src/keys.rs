@@ -51,8 +51,8 @@ pub struct LoadedKey {
     pub activate_at: Option<i64>,
     pub signer: Arc<SigningKey>,
     pub jwk: serde_json::Value,
-    /// The public key, ready to verify signatures.
-    pub verifier: Arc<jsonwebtoken::DecodingKey>,
+    /// The public key, parsed once, ready to verify signatures.
+    pub verifier: Arc<aws_lc_rs::signature::ParsedPublicKey>,
 }
 
 impl LoadedKey {
@@ -193,10 +193,7 @@ impl KeyManager {
                         .open(row.key_id.as_bytes(), &row.private_key)
                         .map_err(|_| KeyError::WrongMasterKey(row.key_id.clone()))?;
                     let signer = SigningKey::from_pkcs8(alg, &der)?;
-                    let jwk: jsonwebtoken::jwk::Jwk = serde_json::from_value(signer.public_jwk(&row.key_id))
-                        .map_err(|e| StoreError::Corrupt(format!("web_key {}: {e}", row.key_id)))?;
-                    let verifier = jsonwebtoken::DecodingKey::from_jwk(&jwk)
-                        .map_err(|e| StoreError::Corrupt(format!("web_key {}: {e}", row.key_id)))?;
+                    let verifier = signer.verifier()?;
                     (Arc::new(signer), Arc::new(verifier))
                 }
             };

@@ -4,7 +4,10 @@
 use aws_lc_rs::encoding::{AsDer, PublicKeyX509Der};
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::rsa::{KeyPair as RsaKeyPair, KeySize, PublicKeyComponents};
-use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair, KeyPair, RSA_PKCS1_SHA256};
+use aws_lc_rs::signature::{
+    ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING, ED25519, EcdsaKeyPair, Ed25519KeyPair, KeyPair,
+    ParsedPublicKey, RSA_PKCS1_2048_8192_SHA256, RSA_PKCS1_SHA256,
+};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
@@ -140,6 +143,15 @@ impl SigningKey {
             Inner::Ec(kp) => Ok(kp.sign(&SystemRandom::new(), msg)?.as_ref().to_vec()),
             Inner::Ed(kp) => Ok(kp.sign(msg).as_ref().to_vec()),
         }
+    }
+
+    /// The public half, parsed once, for verifying this key's signatures.
+    pub fn verifier(&self) -> Result<ParsedPublicKey, CryptoError> {
+        Ok(match &self.inner {
+            Inner::Rsa(kp) => ParsedPublicKey::new(&RSA_PKCS1_2048_8192_SHA256, kp.public_key().as_ref())?,
+            Inner::Ec(kp) => ParsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, kp.public_key().as_ref())?,
+            Inner::Ed(kp) => ParsedPublicKey::new(&ED25519, kp.public_key().as_ref())?,
+        })
     }
 
     /// The public half as a JWK with `kid`, `use` and `alg`.

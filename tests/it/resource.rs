@@ -98,6 +98,38 @@ on_both!(introspection, |srv| {
         let (ors, ors_secret) = api_app(srv, other.ok()["id"].as_str().unwrap()).await;
         let (_, _, b) = form(srv, "/oauth/v2/introspect", Some((&ors, &ors_secret)), &[("token", at)]).await;
         assert_eq!(b, json!({"active": false}));
+        // Forged JWT access tokens: a tampered payload, the header's alg or typ changed, the kid
+        // unknown or missing, padding added to the signature, an ID token presented instead.
+        if jwt {
+            use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+            let parts: Vec<&str> = at.split('.').collect();
+            let header: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[0]).unwrap()).unwrap();
+            let mut payload: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
+            payload["sub"] = json!("someone-else");
+            let enc = |v: &Value| URL_SAFE_NO_PAD.encode(v.to_string());
+            let with_header = |f: &dyn Fn(&mut Value)| {
+                let mut h = header.clone();
+                f(&mut h);
+                format!("{}.{}.{}", enc(&h), parts[1], parts[2])
+            };
+            let forged = [
+                format!("{}.{}.{}", parts[0], enc(&payload), parts[2]),
+                with_header(&|h| h["alg"] = json!("HS256")),
+                with_header(&|h| h["alg"] = json!("none")),
+                with_header(&|h| h["typ"] = json!("JWT")),
+                with_header(&|h| h["kid"] = json!("unknown")),
+                with_header(&|h| {
+                    h.as_object_mut().unwrap().remove("kid");
+                }),
+                format!("{}.{}.{}=", parts[0], parts[1], parts[2]),
+                format!("{}.{}.", parts[0], parts[1]),
+                t["id_token"].as_str().unwrap().to_string(),
+            ];
+            for bad in &forged {
+                let (s, _, b) = form(srv, "/oauth/v2/introspect", Some((&rs, &rs_secret)), &[("token", bad)]).await;
+                assert_eq!((s, b), (200, json!({"active": false})), "{bad}");
+            }
+        }
         // Garbage, expired.
         for bad in ["garbage", "x.y.z", &"a".repeat(20000), "eyJhbGciOiJub25lIn0.e30."] {
             let (s, _, b) = form(srv, "/oauth/v2/introspect", Some((&rs, &rs_secret)), &[("token", bad)]).await;
