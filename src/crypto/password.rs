@@ -2,11 +2,12 @@
 //! Hashing and verification run on a small pool of dedicated threads (one per core), each of
 //! which keeps its argon2 working memory between hashes: no 19 MiB allocation, page faults and
 //! zeroing per login, and memory stays at one block per thread however many people sign in at
-//! once (the queue, not the memory, grows). Hashes imported in other formats verify through
+//! once (the queue, not the memory, grows). After 30 s without work a thread gives its memory
+//! back, so an idle server stays small. Hashes imported in other formats verify through
 //! [`super::hashes`].
 
 use std::cell::RefCell;
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::Arc;
 
 use argon2::password_hash::{Output, PasswordHash};
 use argon2::{Algorithm, Argon2, Block, Params, Version};
@@ -43,13 +44,20 @@ impl Default for Argon2Params {
 /// larger (imported) parameters get memory for the one hash.
 const KEEP_BLOCKS: usize = 64 * 1024;
 
+/// A hashing thread gives its memory back after this long without work, so an idle server
+/// stays small.
+const IDLE_RELEASE: std::time::Duration = std::time::Duration::from_secs(30);
+
 thread_local! {
     static MEMORY: RefCell<Vec<Block>> = const { RefCell::new(Vec::new()) };
+    /// Only the hashing threads keep memory between hashes.
+    static KEEPS_MEMORY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Runs `f` with `blocks` blocks of this thread's argon2 memory.
+/// Runs `f` with `blocks` blocks of argon2 memory: the hashing thread's own, or (elsewhere, or
+/// for parameters above [`KEEP_BLOCKS`]) memory for this one hash.
 fn with_memory<R>(blocks: usize, f: impl FnOnce(&mut [Block]) -> R) -> R {
-    if blocks > KEEP_BLOCKS {
+    if blocks > KEEP_BLOCKS || !KEEPS_MEMORY.with(|k| k.get()) {
         let mut once = vec![Block::new(); blocks];
         return f(&mut once);
     }
@@ -66,22 +74,25 @@ type Job = Box<dyn FnOnce() + Send>;
 
 /// The hashing threads; they end when the last [`PasswordHasher`] clone is dropped.
 struct Workers {
-    jobs: mpsc::Sender<Job>,
+    jobs: flume::Sender<Job>,
 }
 
 impl Workers {
     fn start(threads: usize) -> Self {
-        let (jobs, queue) = mpsc::channel::<Job>();
-        let queue = Arc::new(Mutex::new(queue));
+        let (jobs, queue) = flume::unbounded::<Job>();
         for i in 0..threads.max(1) {
             let queue = queue.clone();
             let spawned = std::thread::Builder::new().name(format!("latch-argon2-{i}")).spawn(move || {
+                KEEPS_MEMORY.with(|k| k.set(true));
                 loop {
-                    let job = match queue.lock() {
-                        Ok(q) => q.recv(),
-                        Err(_) => return,
+                    let job = match queue.recv_timeout(IDLE_RELEASE) {
+                        Ok(job) => job,
+                        Err(flume::RecvTimeoutError::Timeout) => {
+                            MEMORY.with(|m| *m.borrow_mut() = Vec::new());
+                            continue;
+                        }
+                        Err(flume::RecvTimeoutError::Disconnected) => return,
                     };
-                    let Ok(job) = job else { return };
                     // A panicking hash answers its caller with an error; the thread carries on.
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
                 }
