@@ -70,7 +70,13 @@ pub async fn run(state: &AppState) -> Result<Option<FirstStart>, BootstrapError>
             (p.clone(), Some(p))
         }
     };
-    let hash = state.hasher.hash(&password).await.map_err(|e| BootstrapError::Hash(e.to_string()))?;
+    // Hashed off the hashing threads, so no argon2 memory stays behind after the first start.
+    let params = state.hasher.params();
+    let pw = password.clone();
+    let hash = tokio::task::spawn_blocking(move || crate::crypto::password::PasswordHasher::hash_blocking(params, &pw))
+        .await
+        .map_err(|e| BootstrapError::Hash(e.to_string()))?
+        .map_err(|e| BootstrapError::Hash(e.to_string()))?;
     let pat_token = secret::new_secret();
 
     let now = state.clock.now();
