@@ -8,6 +8,8 @@
 // - Its own in-memory adapter (MemoryAdapter), but over a larger store: the default store is an
 //   LRU of 1,000 entries, so the refresh tokens minted before the refresh scenario (and the token
 //   the introspection scenario reads) would be evicted long before they are used.
+// And codes live 600 s instead of 60 s, so they can be minted before they are exchanged (latch
+// runs with code_lifetime = "600s" for the same reason).
 //
 //   PORT=3000 node op.mjs
 import Provider from 'oidc-provider';
@@ -45,5 +47,6 @@ const provider = new Provider(`http://127.0.0.1:${port}`, {
   }),
   pkce: { required: () => true },
   rotateRefreshToken: () => true,
+  ttl: { AuthorizationCode: 600 },
 });
 provider.listen(port, '127.0.0.1');
