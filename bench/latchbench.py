@@ -10,8 +10,9 @@
   assertions  pre-signs jwt-bearer assertions with unique jti, one body per line
   startup  times starts of a server command until a URL answers 200
   storm    full browser-style password logins at a fixed concurrency for a fixed time
-  peer     pre-mints codes of the peer (npm oidc-provider, bench/peer/op.mjs) through its
-           devInteractions login, and one access token for its introspection scenario
+  peer     one login at the peer (npm oidc-provider, bench/peer/op.mjs) through its
+           devInteractions and the exchange of its code: the access token its introspection and
+           userinfo scenarios use
   transfer imports one organization of N users (an export document, POST /admin/v1/import) and
            exports it again (POST /admin/v1/export), timing both
   report   the table and bench/results/latest.json from the results bench/run collected
@@ -349,8 +350,7 @@ PEER_CB = "http://localhost:3001/cb"
 
 async def peer_sign_in(s, base, user):
     """One login through oidc-provider's devInteractions (any login and password): authorize,
-    login form, consent. Returns the code; the browser's session then answers later
-    authorizations at once (single sign-on, the grant holds the scopes)."""
+    login form, consent. Returns the code."""
     q = "/auth?" + urllib.parse.urlencode({
         "client_id": "app", "redirect_uri": PEER_CB, "response_type": "code", "scope": "openid offline_access",
         "prompt": "consent", "state": "s", "code_challenge": CHALLENGE, "code_challenge_method": "S256",
@@ -381,50 +381,17 @@ def peer_code_body(code):
 
 
 async def cmd_peer(a):
-    """Codes of oidc-provider's client `app` with scope openid offline_access (their exchange
-    issues refresh tokens), as token request bodies, one per line; with --token, also one
-    access token (a login and an exchange) written to that file."""
-    import aiohttp
-
-    t0 = time.perf_counter()
-    browsers, per_browser = 8, 4
-    conn = aiohttp.TCPConnector(limit=browsers * per_browser)
-    sessions = [session(a.base, jar=aiohttp.CookieJar(unsafe=True), connector=conn) for _ in range(browsers)]
-    codes = []
-    try:
-        first = await asyncio.gather(*(peer_sign_in(s, a.base, f"user{i:03d}") for i, s in enumerate(sessions)))
-        if a.token:
-            async with sessions[0].post("/token", data=urllib.parse.parse_qs(peer_code_body(first[0])),
-                                        headers={"Authorization": basic("app", "secret")}) as r:
-                t = await r.json(content_type=None)
-                if r.status != 200:
-                    raise RuntimeError(f"peer exchange: {r.status} {t}")
-            with open(a.token, "w") as f:
-                f.write(t["access_token"] + "\n")
-        codes.extend(first[1:])
-        q = "/auth?" + urllib.parse.urlencode({
-            "client_id": "app", "redirect_uri": PEER_CB, "response_type": "code", "scope": "openid offline_access",
-            "state": "s", "code_challenge": CHALLENGE, "code_challenge_method": "S256",
-        })
-        left = [a.n - len(codes)]
-
-        async def worker(s):
-            while left[0] > 0:
-                left[0] -= 1
-                async with s.get(q, allow_redirects=False) as r:
-                    c = code_of(r.headers.get("Location", ""))
-                    if r.status not in (302, 303) or not c:
-                        raise RuntimeError(f"peer authorize: {r.status} {r.headers.get('Location')}")
-                    codes.append(c)
-
-        await asyncio.gather(*(worker(s) for s in sessions for _ in range(per_browser)))
-    finally:
-        for s in sessions:
-            await s.close()
-        await conn.close()
-    with open(a.out, "w") as f:
-        f.writelines(peer_code_body(c) + "\n" for c in codes[: a.n])
-    log(f"peer: {min(len(codes), a.n)} codes in {time.perf_counter() - t0:.1f}s")
+    """One login through oidc-provider's devInteractions and the code's exchange: writes the
+    access token (opaque: no resource) to --token, for its introspection and userinfo scenarios."""
+    async with session(a.base) as s:
+        code = await peer_sign_in(s, a.base, "user000")
+        async with s.post("/token", data=urllib.parse.parse_qs(peer_code_body(code)),
+                          headers={"Authorization": basic("app", "secret")}) as r:
+            t = await r.json(content_type=None)
+            if r.status != 200:
+                raise RuntimeError(f"peer exchange: {r.status} {t}")
+    with open(a.token, "w") as f:
+        f.write(t["access_token"] + "\n")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -676,7 +643,7 @@ def cmd_report(a):
               f"server CPU {c.get('cpu_pct'):.0f}%, RSS {c.get('rss_mib')} MiB; {c['tool']})")
     if rsa or argon or hello:
         print()
-    head = ["store", "scenario", "req/s", "latch / oidc-provider", "p50 ms", "p99 ms", "errors", "latch CPU %", "PG CPU %", "RSS MiB", "p99@80% ms",
+    head = ["store", "scenario", "req/s", "latch / oidc-provider", "p50 ms", "p99 ms", "errors", "server CPU %", "PG CPU %", "RSS MiB", "p99@80% ms",
             "goal", "result"]
     table = []
     for r in out_rows:
@@ -842,9 +809,7 @@ def main():
         x.add_argument("--scope", default="openid")
     x = sub.add_parser("peer")
     x.add_argument("--base", required=True)
-    x.add_argument("--n", type=int, required=True)
-    x.add_argument("--out", required=True)
-    x.add_argument("--token")
+    x.add_argument("--token", required=True)
     x = sub.add_parser("startup")
     x.add_argument("--n", type=int, default=5)
     x.add_argument("--url", required=True)

@@ -11,7 +11,16 @@
 // And codes live 600 s instead of 60 s, so they can be minted before they are exchanged (latch
 // runs with code_lifetime = "600s" for the same reason).
 //
+// Refresh tokens for the refresh scenario: on SIGUSR2 it mints $OP_MINT_REFRESH of them through
+// its own models, as a code exchange with scope "openid offline_access" would leave them (one
+// Grant per token, for 32 accounts), and writes them as token request bodies, one per line, to
+// $OP_MINT_REFRESH_FILE (written whole, then renamed). Its authorization endpoint keeps
+// offline_access only with prompt=consent, so minting them over HTTP costs a consent round trip
+// per code (about 100 codes/s here, minutes per run). Nothing of this is on the request path.
+//
 //   PORT=3000 node op.mjs
+import { renameSync, writeFileSync } from 'node:fs';
+
 import Provider from 'oidc-provider';
 import MemoryAdapter from 'oidc-provider/lib/adapters/memory_adapter.js';
 import LRU from 'oidc-provider/lib/helpers/lru.js';
@@ -50,3 +59,26 @@ const provider = new Provider(`http://127.0.0.1:${port}`, {
   ttl: { AuthorizationCode: 600 },
 });
 provider.listen(port, '127.0.0.1');
+
+async function mintRefreshTokens(n, file) {
+  const client = await provider.Client.find('app');
+  const now = Math.floor(Date.now() / 1000);
+  const lines = [];
+  for (let i = 0; i < n; i += 1) {
+    const accountId = `user${String(i % 32).padStart(3, '0')}`;
+    const grant = new provider.Grant({ accountId, clientId: 'app' });
+    grant.addOIDCScope('openid offline_access');
+    const grantId = await grant.save();
+    const rt = new provider.RefreshToken({
+      accountId, client, grantId, scope: 'openid offline_access', gty: 'authorization_code',
+      authTime: now, iiat: now, expiresWithSession: false,
+    });
+    lines.push(`grant_type=refresh_token&refresh_token=${await rt.save()}\n`);
+  }
+  writeFileSync(`${file}.tmp`, lines.join(''));
+  renameSync(`${file}.tmp`, file);
+}
+process.on('SIGUSR2', () => {
+  mintRefreshTokens(Number(process.env.OP_MINT_REFRESH || 0), process.env.OP_MINT_REFRESH_FILE)
+    .catch((err) => { console.error('minting refresh tokens failed:', err); process.exit(1); });
+});
