@@ -611,7 +611,7 @@ def cmd_report(a):
             if name in PEER_GOALS:
                 goal_txt.append(f"≥ {PEER_GOALS[name]}x oidc-provider")
                 checks.append(("vs oidc-provider", rps is not None and rps >= PEER_GOALS[name] * peer_rps[name]))
-        if hello and rps:
+        if hello and rps and not name.startswith("login-c") and name not in ("import", "export"):
             row["share_of_http_ceiling"] = round(rps / hello, 3)
         if row["errors"]:
             checks.append(("errors", False))
@@ -688,8 +688,11 @@ def cmd_report(a):
         heavy = max(wrk_rows, key=lambda r: r["peak_rss_mib"], default=None)
         g = {}
         if srv.get("idle_rss_mib") is not None:
+            # The first start on a fresh store (it migrates and creates the administrator); the RSS
+            # after a restart on the existing store is shown beside it.
             g["idle_rss_mib"] = {"value": srv["idle_rss_mib"], "goal": f"≤ {SERVER_GOALS['idle_rss_mib']} MiB",
-                                 "pass": srv["idle_rss_mib"] <= SERVER_GOALS["idle_rss_mib"]}
+                                 "pass": srv["idle_rss_mib"] <= SERVER_GOALS["idle_rss_mib"],
+                                 "after_restart": srv.get("restart_idle_rss_mib")}
         if heavy:
             g["heaviest_rss_mib"] = {"value": heavy["peak_rss_mib"], "scenario": heavy["name"],
                                      "goal": f"≤ {SERVER_GOALS['heaviest_rss_mib']} MiB",
@@ -709,7 +712,9 @@ def cmd_report(a):
                        f"{'pass' if x['pass'] else 'miss'})")
         if "idle_rss_mib" in g:
             x = g["idle_rss_mib"]
-            out.append(f"idle RSS {x['value']:.1f} MiB (goal {x['goal']}: {'pass' if x['pass'] else 'miss'})")
+            again = f"; {x['after_restart']:.1f} MiB after a restart" if x.get("after_restart") is not None else ""
+            out.append(f"idle RSS {x['value']:.1f} MiB on the first start{again} (goal {x['goal']}: "
+                       f"{'pass' if x['pass'] else 'miss'})")
         if "heaviest_rss_mib" in g:
             x = g["heaviest_rss_mib"]
             out.append(f"heaviest RSS {x['value']:.1f} MiB in {x['scenario']} (goal {x['goal']}: "
