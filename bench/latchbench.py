@@ -654,11 +654,12 @@ def cmd_report(a):
     widths = [max(len(h), *(len(t[i]) for t in table)) if table else len(h) for i, h in enumerate(head)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) if i in (0, 1, 11, 12) else c.rjust(w)
                                             for i, (c, w) in enumerate(zip(cells, widths))) + " |"
-    print(line(head))
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for t in table:
-        print(line(t))
-    print()
+    if table:
+        print(line(head))
+        print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+        for t in table:
+            print(line(t))
+        print()
     for r in out_rows:
         notes = [n for n in (r.get("note"), (r.get("at_80pct") or {}).get("note")) if n]
         pace = r.get("at_80pct")
