@@ -97,6 +97,7 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Conflict => ApiError::exists("the object already exists"),
+            StoreError::InvalidInput(_) => ApiError::invalid("text must not contain the NUL character"),
             StoreError::Unavailable(detail) => {
                 tracing::warn!(error = %detail, "store unavailable");
                 ApiError::new(Code::Unavailable, "the store is unavailable, try again")

@@ -78,6 +78,9 @@ pub fn fail(t: &Texts, headers: &HeaderMap, status: StatusCode, msg: &str) -> Ha
 }
 
 pub fn store_fail(t: &Texts, headers: &HeaderMap, e: StoreError) -> Halt {
+    if let StoreError::InvalidInput(_) = e {
+        return fail(t, headers, StatusCode::BAD_REQUEST, t.err_form);
+    }
     tracing::warn!(error = %e, "login flow failed on the store");
     fail(t, headers, StatusCode::SERVICE_UNAVAILABLE, t.err_unavailable)
 }

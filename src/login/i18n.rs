@@ -76,6 +76,7 @@ pub struct Texts {
     /// `{}` is the parameter's name.
     pub err_param_repeated: &'static str,
     pub err_param_too_long: &'static str,
+    pub err_param_invalid: &'static str,
     pub pw_too_short: &'static str,
     pub pw_upper: &'static str,
     pub pw_lower: &'static str,
@@ -157,6 +158,7 @@ pub static EN: Texts = Texts {
     err_redirect_unknown: "The return address (redirect_uri) is not registered for this application.",
     err_param_repeated: "The parameter {} is repeated.",
     err_param_too_long: "The parameter {} is too long.",
+    err_param_invalid: "The parameter {} contains an invalid character.",
     pw_too_short: "it is too short",
     pw_upper: "it needs an uppercase letter",
     pw_lower: "it needs a lowercase letter",
@@ -238,6 +240,7 @@ pub static DE: Texts = Texts {
     err_redirect_unknown: "Die Rücksprungadresse (redirect_uri) ist für diese Anwendung nicht registriert.",
     err_param_repeated: "Der Parameter {} kommt mehrfach vor.",
     err_param_too_long: "Der Parameter {} ist zu lang.",
+    err_param_invalid: "Der Parameter {} enthält ein ungültiges Zeichen.",
     pw_too_short: "es ist zu kurz",
     pw_upper: "es braucht einen Grossbuchstaben",
     pw_lower: "es braucht einen Kleinbuchstaben",

@@ -18,7 +18,7 @@ pub struct OidcClient {
 
 /// An active OIDC application of an active project, by client id.
 pub async fn load(cache: &ConfigCache, c: &mut Conn, client_id: &str) -> Result<Option<OidcClient>> {
-    if client_id.is_empty() || client_id.len() > 200 {
+    if client_id.is_empty() || client_id.len() > 200 || client_id.contains('\0') {
         return Ok(None);
     }
     let Some(a) = cache.app(c, client_id).await? else {

@@ -131,6 +131,7 @@ impl From<StoreError> for OAuthError {
                 tracing::warn!(error = %detail, "store unavailable");
                 OAuthError::new(ErrorCode::TemporarilyUnavailable, "the service is temporarily unavailable")
             }
+            StoreError::InvalidInput(_) => OAuthError::invalid_request("a parameter contains an invalid character"),
             other => OAuthError::server_error(other),
         }
     }

@@ -26,6 +26,9 @@ impl Form {
         if pairs.len() > 64 {
             return Err(OAuthError::invalid_request("too many parameters"));
         }
+        if pairs.iter().any(|(k, v)| k.contains('\0') || v.contains('\0')) {
+            return Err(OAuthError::invalid_request("a parameter contains the NUL character"));
+        }
         Ok(Form { pairs })
     }
 

@@ -43,6 +43,9 @@ fn one<'a>(pairs: &'a [(String, String)], name: &str) -> Result<Option<&'a str>,
     if it.next().is_some() {
         return Err(format!("the parameter {name} is repeated"));
     }
+    if first.is_some_and(|v| v.contains('\0')) {
+        return Err(format!("the parameter {name} contains an invalid character"));
+    }
     Ok(first.filter(|v| !v.is_empty()))
 }
 

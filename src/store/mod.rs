@@ -43,6 +43,10 @@ pub enum StoreError {
     Unavailable(String),
     #[error("database error: {0}")]
     Database(sqlx::Error),
+    /// A value the database cannot store as text (PostgreSQL refuses U+0000): the caller's
+    /// input was bad, whatever entry point it came through.
+    #[error("the input contains characters that cannot be stored: {0}")]
+    InvalidInput(String),
     #[error("stored data is invalid: {0}")]
     Corrupt(String),
     #[error("migration failed: {0}")]
@@ -60,6 +64,10 @@ impl From<sqlx::Error> for StoreError {
             | sqlx::Error::WorkerCrashed => StoreError::Unavailable(e.to_string()),
             sqlx::Error::Database(db) if db.code().is_some_and(|c| is_transient(&c)) => {
                 StoreError::Unavailable(e.to_string())
+            }
+            // 22021 character_not_in_repertoire (a NUL byte), 22P05 untranslatable_character.
+            sqlx::Error::Database(db) if db.code().is_some_and(|c| c == "22021" || c == "22P05") => {
+                StoreError::InvalidInput(db.message().to_string())
             }
             _ => StoreError::Database(e),
         }

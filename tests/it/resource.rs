@@ -533,3 +533,59 @@ on_both!(back_channel_logout_notifies_the_applications_of_the_session, |srv| {
     );
     assert_eq!(srv.count("session_client").await, 0);
 });
+
+on_both!(nul_characters_are_client_errors_on_the_protocol_endpoints, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let (client_id, secret, project) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    let (rs, rs_secret) = api_app(srv, &project).await;
+    // Forms: invalid_request, never a server error.
+    for (path, basic, fields) in [
+        (
+            "/oauth/v2/token",
+            None,
+            vec![("grant_type", "client_credentials"), ("client_id", "a\0b"), ("client_secret", "x")],
+        ),
+        (
+            "/oauth/v2/token",
+            Some((client_id.as_str(), secret.as_str())),
+            vec![("grant_type", "refresh_token"), ("refresh_token", "\0")],
+        ),
+        ("/oauth/v2/introspect", Some((rs.as_str(), rs_secret.as_str())), vec![("token", "a\0b")]),
+        ("/oauth/v2/revoke", Some((client_id.as_str(), secret.as_str())), vec![("token", "\0")]),
+    ] {
+        let (s, _, b) = form(srv, path, basic, &fields).await;
+        assert_eq!((s, b["error"].as_str()), (400, Some("invalid_request")), "{path}: {b}");
+    }
+    // A client id with NUL in the Basic header: a client error too.
+    let (s, _, b) = form(srv, "/oauth/v2/introspect", Some(("a\0b", "x")), &[("token", "t")]).await;
+    assert!(s == 400 || s == 401, "{s} {b}");
+    // Pages: a readable 400, never 500 or 503.
+    let b = Browser::new(srv);
+    let r = b
+        .get(
+            "/oauth/v2/authorize?client_id=%00&redirect_uri=https://app.example.com/cb&response_type=code&scope=openid",
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.html);
+    let r = b
+        .get(&format!("/oauth/v2/authorize?client_id={client_id}&redirect_uri=%00&response_type=code&scope=openid"))
+        .await;
+    assert_eq!(r.status, 400, "{}", r.html);
+    let r = b.get("/oidc/v1/end_session?id_token_hint=%00").await;
+    assert_eq!(r.status, 400, "{}", r.html);
+    let (_, challenge) = crate::browser::pkce();
+    let (id, page) = b
+        .authorize(&[
+            ("client_id", client_id.as_str()),
+            ("redirect_uri", CB),
+            ("response_type", "code"),
+            ("scope", "openid"),
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+        ])
+        .await;
+    let id = id.expect("a login page");
+    let r = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "al\0ice")]).await;
+    assert!(r.status == 400 || r.status == 200, "{} {}", r.status, r.html);
+});

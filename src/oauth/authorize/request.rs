@@ -87,6 +87,8 @@ pub enum PageError {
     RedirectUnknown,
     Repeated(String),
     TooLong(String),
+    /// A value holds a character no parameter may hold (NUL).
+    Invalid(String),
     /// The store failed while loading the client.
     Unavailable(String),
 }
@@ -100,6 +102,7 @@ impl std::fmt::Display for PageError {
             PageError::RedirectUnknown => f.write_str("the redirect_uri is not registered for this application"),
             PageError::Repeated(p) => write!(f, "the parameter {p} is repeated"),
             PageError::TooLong(p) => write!(f, "the parameter {p} is too long"),
+            PageError::Invalid(p) => write!(f, "the parameter {p} contains an invalid character"),
             PageError::Unavailable(e) => write!(f, "the client could not be loaded: {e}"),
         }
     }
@@ -115,6 +118,7 @@ impl PageError {
             PageError::RedirectUnknown => t.err_redirect_unknown.to_string(),
             PageError::Repeated(p) => t.err_param_repeated.replace("{}", p),
             PageError::TooLong(p) => t.err_param_too_long.replace("{}", p),
+            PageError::Invalid(p) => t.err_param_invalid.replace("{}", p),
             PageError::Unavailable(_) => t.err_unavailable.to_string(),
         }
     }
@@ -135,6 +139,7 @@ impl<'a> Raw<'a> {
         match self.all(name).as_slice() {
             [] | [""] => Ok(None),
             [v] if v.len() > MAX_PARAM => Err(PageError::TooLong(name.to_string())),
+            [v] if v.contains('\0') => Err(PageError::Invalid(name.to_string())),
             [v] => Ok(Some(v)),
             _ => Err(PageError::Repeated(name.to_string())),
         }
