@@ -21,7 +21,7 @@ use crate::crypto::password::PasswordHasher;
 use crate::keys::{KeyError, KeyManager};
 use crate::oauth::tokens::TokenService;
 use crate::store::{Db, StoreError};
-use crate::{admin, api, bootstrap, management, oidc, ops, telemetry, v2};
+use crate::{api, bootstrap, oidc, ops, telemetry};
 
 /// The header carrying each request's id, in the request and the response.
 pub const REQUEST_ID: &str = "x-request-id";
@@ -154,10 +154,10 @@ pub async fn start(settings: Settings, clock: SharedClock) -> Result<Started, St
 /// The whole HTTP interface.
 pub fn router(state: AppState) -> Router {
     let x_request_id = HeaderName::from_static(REQUEST_ID);
-    let api = Router::new()
-        .nest("/management/v1", management::routes())
-        .nest("/admin/v1", admin::routes())
-        .merge(v2::routes())
+    let api = api::openapi::areas()
+        .into_iter()
+        .fold(Router::new(), |router, area| router.nest(area.prefix, area.router()))
+        .route("/openapi.json", axum::routing::get(api::openapi::serve))
         .method_not_allowed_fallback(api::error::method_not_allowed);
     Router::new()
         .merge(oidc::routes())

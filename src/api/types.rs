@@ -25,7 +25,7 @@ pub fn is_false(b: &bool) -> bool {
 }
 
 /// `details` of a mutation or read.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Details {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -54,14 +54,14 @@ impl Details {
 }
 
 /// `{"details": ...}`: the response of most mutations.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct DetailsResponse {
     pub details: Details,
 }
 
 /// A number sent as a JSON number or a string (64-bit fields are strings on the wire).
 pub fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    #[derive(Deserialize)]
+    #[derive(Deserialize, serde::Serialize, utoipa::ToSchema)]
     #[serde(untagged)]
     enum N {
         Num(u64),
@@ -74,7 +74,7 @@ pub fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
 }
 
 /// The `query` of every `_search` call.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ListQuery {
     #[serde(deserialize_with = "lenient_u64")]
@@ -102,7 +102,7 @@ impl ListQuery {
 }
 
 /// `details` of a list response.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListDetails {
     pub total_result: String,
@@ -116,7 +116,7 @@ impl ListDetails {
 }
 
 /// `{"details": ..., "result": [...]}`; `result` is omitted when empty.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListResponse<T: Serialize> {
     pub details: ListDetails,

@@ -20,13 +20,13 @@ use crate::login::{codes, i18n};
 use crate::store::user::{Human, IdpLink};
 use crate::store::{Conn, user};
 
-#[derive(Debug, Deserialize, Serialize, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Deserialize, Serialize, Default, Clone, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct HashedPassword {
     pub value: String,
 }
 
-#[derive(Debug, Deserialize, Serialize, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Deserialize, Serialize, Default, Clone, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct IdpInput {
     pub config_id: String,
@@ -35,7 +35,7 @@ pub struct IdpInput {
 }
 
 /// Every field of `ImportHumanUserRequest`.
-#[derive(Debug, Deserialize, Serialize, Default, Clone)]
+#[derive(Debug, Deserialize, Serialize, Default, Clone, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ImportHumanUserRequest {
     pub user_name: String,
@@ -154,6 +154,7 @@ pub async fn notify(state: &AppState, c: &mut Conn, user_id: &str) -> ApiResult<
     Ok(())
 }
 
+#[utoipa::path(post, path = "/users/human/_import", request_body = ImportHumanUserRequest, responses((status = 200, body = AddUserResponse)))]
 pub async fn import_human(
     State(state): State<AppState>,
     caller: Caller,

@@ -14,14 +14,14 @@ use crate::domain::roles::{IAM_ROLES, ORG_ROLES, Permission};
 use crate::store::member::{self, Scope};
 use crate::store::user;
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AddMemberRequest {
     user_id: String,
     roles: Vec<String>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct UpdateMemberRequest {
     roles: Vec<String>,
@@ -121,6 +121,7 @@ pub async fn list(
     Ok(Json(paginate(rows, query, state.clock.now(), |(m, u)| MemberView::new(m, u, scope_id))?))
 }
 
+#[utoipa::path(post, path = "/orgs/me/members", request_body = AddMemberRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn add_org_member(
     State(state): State<AppState>,
     caller: Caller,
@@ -130,6 +131,7 @@ pub async fn add_org_member(
     add(&state, Scope::Org, &caller.org_id, "AddOrgMemberRequest", &req.user_id, &req.roles).await
 }
 
+#[utoipa::path(put, path = "/orgs/me/members/{user_id}", request_body = UpdateMemberRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn update_org_member(
     State(state): State<AppState>,
     caller: Caller,
@@ -140,6 +142,7 @@ pub async fn update_org_member(
     update(&state, Scope::Org, &caller.org_id, "UpdateOrgMemberRequest", &user_id, &req.roles).await
 }
 
+#[utoipa::path(delete, path = "/orgs/me/members/{user_id}", responses((status = 200, body = DetailsResponse)))]
 pub async fn remove_org_member(
     State(state): State<AppState>,
     caller: Caller,
@@ -149,12 +152,13 @@ pub async fn remove_org_member(
     remove(&state, Scope::Org, &caller.org_id, &user_id).await
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ListMembersRequest {
     query: ListQuery,
 }
 
+#[utoipa::path(post, path = "/orgs/me/members/_search", request_body = ListMembersRequest, responses((status = 200, body = ListResponse<MemberView>)))]
 pub async fn list_org_members(
     State(state): State<AppState>,
     caller: Caller,
@@ -164,11 +168,12 @@ pub async fn list_org_members(
     list(&state, Scope::Org, &caller.org_id, &req.query).await
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct RolesResponse {
     result: Vec<&'static str>,
 }
 
+#[utoipa::path(post, path = "/orgs/members/roles/_search", responses((status = 200, body = RolesResponse)))]
 pub async fn list_org_member_roles(caller: Caller) -> ApiResult<Json<RolesResponse>> {
     caller.require(Permission::OrgMemberRead)?;
     Ok(Json(RolesResponse { result: ORG_ROLES.to_vec() }))

@@ -4,7 +4,8 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::api::error::ApiResult;
 use crate::api::types::ts;
@@ -22,28 +23,48 @@ fn key_error(e: KeyError) -> ApiError {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WebKeyView {
     id: String,
     creation_date: String,
     change_date: String,
+    #[schema(value_type = String, example = "STATE_ACTIVE")]
     state: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    rsa: Option<Value>,
+    rsa: Option<RsaView>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    ecdsa: Option<Value>,
+    ecdsa: Option<EcdsaView>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    ed25519: Option<Value>,
+    ed25519: Option<Ed25519View>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
+pub struct RsaView {
+    #[schema(example = "RSA_BITS_2048")]
+    bits: String,
+    #[schema(value_type = String, example = "RSA_HASHER_SHA256")]
+    hasher: &'static str,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EcdsaView {
+    #[schema(value_type = String, example = "ECDSA_CURVE_P256")]
+    curve: &'static str,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Ed25519View {}
+
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ListResponse {
+pub struct ListWebKeysResponse {
     web_keys: Vec<WebKeyView>,
 }
 
-pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<ListResponse>> {
+/// The signing keys: published, active and retired.
+#[utoipa::path(get, path = "/web_keys", responses((status = 200, body = ListWebKeysResponse)))]
+pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<ListWebKeysResponse>> {
     caller.require(Permission::WebKeyRead)?;
     state.keys.reload().await.map_err(key_error)?;
     let set = state.keys.current();
@@ -53,11 +74,11 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Js
         .iter()
         .map(|k| {
             let (rsa, ecdsa, ed25519) = match k.spec.as_str() {
-                "ecdsa-p256" => (None, Some(json!({"curve": "ECDSA_CURVE_P256"})), None),
-                "ed25519" => (None, None, Some(json!({}))),
+                "ecdsa-p256" => (None, Some(EcdsaView { curve: "ECDSA_CURVE_P256" }), None),
+                "ed25519" => (None, None, Some(Ed25519View {})),
                 other => {
                     let bits = other.trim_start_matches("rsa-");
-                    (Some(json!({"bits": format!("RSA_BITS_{bits}"), "hasher": "RSA_HASHER_SHA256"})), None, None)
+                    (Some(RsaView { bits: format!("RSA_BITS_{bits}"), hasher: "RSA_HASHER_SHA256" }), None, None)
                 }
             };
             WebKeyView {
@@ -75,27 +96,29 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Js
             }
         })
         .collect();
-    Ok(Json(ListResponse { web_keys }))
+    Ok(Json(ListWebKeysResponse { web_keys }))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct RsaInput {
     bits: Option<String>,
     hasher: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct EcdsaInput {
     curve: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
+/// At most one of `rsa`, `ecdsa` and `ed25519`; none means RSA 2048.
+#[derive(Deserialize, Default, serde::Serialize, ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct CreateRequest {
     rsa: Option<RsaInput>,
     ecdsa: Option<EcdsaInput>,
+    #[schema(value_type = Option<Object>)]
     ed25519: Option<Value>,
 }
 
@@ -141,21 +164,42 @@ impl CreateRequest {
     }
 }
 
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateResponse {
+    id: String,
+    creation_date: String,
+}
+
+/// Creates a key; it is published at once and signs once activated.
+#[utoipa::path(post, path = "/web_keys", request_body = CreateRequest, responses((status = 200, body = CreateResponse)))]
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(req): ApiJson<CreateRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<CreateResponse>> {
     caller.require(Permission::WebKeyWrite)?;
     let spec = req.spec()?;
     let mut c = state.db.conn().await?;
     let id = state.keys.create(&mut c, spec, None).await.map_err(key_error)?;
     drop(c);
     state.keys.reload().await.map_err(key_error)?;
-    Ok(Json(json!({"id": id, "creationDate": ts(state.clock.now())})))
+    Ok(Json(CreateResponse { id, creation_date: ts(state.clock.now()) }))
 }
 
-pub async fn activate(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActivateResponse {
+    change_date: String,
+}
+
+/// Makes a key the signing key.
+#[utoipa::path(post, path = "/web_keys/{id}/_activate", responses((status = 200, body = ActivateResponse)))]
+pub async fn activate(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ActivateResponse>> {
     caller.require(Permission::WebKeyWrite)?;
     let now = state.clock.now();
     let set = state.keys.current();
@@ -172,10 +216,22 @@ pub async fn activate(State(state): State<AppState>, caller: Caller, Path(id): P
             state.keys.reload().await.map_err(key_error)?;
         }
     }
-    Ok(Json(json!({"changeDate": ts(now)})))
+    Ok(Json(ActivateResponse { change_date: ts(now) }))
 }
 
-pub async fn remove(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteResponse {
+    deletion_date: String,
+}
+
+/// Deletes a key that does not sign.
+#[utoipa::path(delete, path = "/web_keys/{id}", responses((status = 200, body = DeleteResponse)))]
+pub async fn remove(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<DeleteResponse>> {
     caller.require(Permission::WebKeyWrite)?;
     state.keys.reload().await.map_err(key_error)?;
     let now = state.clock.now();
@@ -192,5 +248,5 @@ pub async fn remove(State(state): State<AppState>, caller: Caller, Path(id): Pat
     web_key::delete(&mut c, &id).await?;
     drop(c);
     state.keys.reload().await.map_err(key_error)?;
-    Ok(Json(json!({"deletionDate": ts(now)})))
+    Ok(Json(DeleteResponse { deletion_date: ts(now) }))
 }

@@ -229,7 +229,10 @@ async fn a_database_restart_under_load_is_survived() {
                     Ok(r) if r.status() == 503 => unavailable.fetch_add(1, Ordering::Relaxed),
                     Ok(r) => {
                         let status = r.status();
-                        eprintln!("unexpected answer during the outage: {status} {}", r.text().await.unwrap_or_default());
+                        eprintln!(
+                            "unexpected answer during the outage: {status} {}",
+                            r.text().await.unwrap_or_default()
+                        );
                         other.fetch_add(1, Ordering::Relaxed)
                     }
                     Err(e) => {

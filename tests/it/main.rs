@@ -16,6 +16,7 @@ mod keys;
 mod login;
 mod machine;
 mod migrate_tool;
+mod openapi;
 mod ops;
 mod orgs;
 pub mod process;
