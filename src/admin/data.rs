@@ -188,8 +188,10 @@ pub struct DataOrg {
 #[serde(default, rename_all = "camelCase")]
 pub struct LockoutData {
     #[serde(deserialize_with = "lenient_u64")]
+    #[schema(schema_with = crate::api::types::lenient_u64_schema)]
     pub max_password_attempts: u64,
     #[serde(deserialize_with = "lenient_u64")]
+    #[schema(schema_with = crate::api::types::lenient_u64_schema)]
     pub max_otp_attempts: u64,
 }
 
@@ -206,6 +208,7 @@ impl From<&LockoutPolicy> for LockoutData {
 #[serde(default, rename_all = "camelCase")]
 pub struct ComplexityData {
     #[serde(deserialize_with = "lenient_u64")]
+    #[schema(schema_with = crate::api::types::lenient_u64_schema)]
     pub min_length: u64,
     pub has_uppercase: bool,
     pub has_lowercase: bool,

@@ -13,7 +13,7 @@ use crate::api::error::ApiResult;
 use crate::api::{ApiError, Code};
 use crate::config::Settings;
 
-#[derive(Debug, Clone, Deserialize, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
 struct ServiceAccount {
     client_email: String,
     private_key: String,
@@ -112,7 +112,7 @@ impl Bucket {
                 r.status().as_u16()
             )));
         }
-        #[derive(Deserialize, serde::Serialize, utoipa::ToSchema)]
+        #[derive(Deserialize)]
         struct Token {
             access_token: String,
         }

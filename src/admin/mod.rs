@@ -114,6 +114,7 @@ pub async fn remove_member(
 }
 
 #[derive(serde::Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = ListIamMembersRequest)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ListRequest {
     query: crate::api::types::ListQuery,

@@ -87,6 +87,7 @@ pub async fn get(
 }
 
 #[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = OrgNameQuery)]
 #[serde(default, rename_all = "camelCase")]
 pub struct NameQuery {
     name: String,
@@ -101,6 +102,7 @@ pub struct DomainQuery {
 }
 
 #[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = OrgStateQuery)]
 #[serde(default, rename_all = "camelCase")]
 pub struct StateQuery {
     state: OrgState,

@@ -69,12 +69,16 @@ pub async fn get_oidc(State(state): State<AppState>, caller: Caller) -> ApiResul
 #[serde(default, rename_all = "camelCase")]
 pub struct PutOidcRequest {
     #[serde(deserialize_with = "duration_secs")]
+    #[schema(value_type = Option<String>, example = "43200s")]
     access_token_lifetime: Option<i64>,
     #[serde(deserialize_with = "duration_secs")]
+    #[schema(value_type = Option<String>, example = "43200s")]
     id_token_lifetime: Option<i64>,
     #[serde(deserialize_with = "duration_secs")]
+    #[schema(value_type = Option<String>, example = "43200s")]
     refresh_token_idle_expiration: Option<i64>,
     #[serde(deserialize_with = "duration_secs")]
+    #[schema(value_type = Option<String>, example = "43200s")]
     refresh_token_expiration: Option<i64>,
 }
 
@@ -299,8 +303,10 @@ pub async fn get_lockout(
 #[serde(default, rename_all = "camelCase")]
 pub struct PutLockoutRequest {
     #[serde(deserialize_with = "lenient_u64")]
+    #[schema(schema_with = crate::api::types::lenient_u64_schema)]
     max_password_attempts: u64,
     #[serde(deserialize_with = "lenient_u64")]
+    #[schema(schema_with = crate::api::types::lenient_u64_schema)]
     max_otp_attempts: u64,
 }
 
@@ -365,6 +371,7 @@ pub async fn get_complexity(
 #[serde(default, rename_all = "camelCase")]
 pub struct PutComplexityRequest {
     #[serde(deserialize_with = "lenient_u64")]
+    #[schema(schema_with = crate::api::types::lenient_u64_schema)]
     min_length: u64,
     has_uppercase: bool,
     has_lowercase: bool,

@@ -59,18 +59,35 @@ pub struct DetailsResponse {
     pub details: Details,
 }
 
-/// A number sent as a JSON number or a string (64-bit fields are strings on the wire).
+/// A number sent as a JSON number or a string (64-bit fields are strings on the wire). Like
+/// protobuf JSON, a number written with a zero fraction (`5.0`, `1e3`) is accepted.
 pub fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    #[derive(Deserialize, serde::Serialize, utoipa::ToSchema)]
+    #[derive(Deserialize)]
     #[serde(untagged)]
     enum N {
         Num(u64),
+        Float(f64),
         Str(String),
     }
     match N::deserialize(d)? {
         N::Num(n) => Ok(n),
+        // Up to 2^53, where every integer is exact.
+        N::Float(f) if f.fract() == 0.0 && (0.0..=MAX_EXACT as f64).contains(&f) => Ok(f as u64),
+        N::Float(f) => Err(serde::de::Error::custom(format!("{f} is not a whole number from 0 to 2^53"))),
         N::Str(s) => s.trim().parse().map_err(|_| serde::de::Error::custom(format!("'{s}' is not a number"))),
     }
+}
+
+/// 2^53: the largest whole number a JSON number carries exactly everywhere.
+const MAX_EXACT: u64 = 1 << 53;
+
+/// The schema of a [`lenient_u64`] field: a whole number, or its decimal digits as a string.
+pub fn lenient_u64_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+    OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)).maximum(Some(MAX_EXACT)))
+        .item(ObjectBuilder::new().schema_type(Type::String).pattern(Some(r"^[0-9]{1,15}$")))
+        .into()
 }
 
 /// The `query` of every `_search` call.
@@ -78,8 +95,10 @@ pub fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
 #[serde(default, rename_all = "camelCase")]
 pub struct ListQuery {
     #[serde(deserialize_with = "lenient_u64")]
+    #[schema(schema_with = lenient_u64_schema)]
     pub offset: u64,
     #[serde(deserialize_with = "lenient_u64")]
+    #[schema(schema_with = lenient_u64_schema)]
     pub limit: u64,
     pub asc: bool,
 }
@@ -156,6 +175,10 @@ mod tests {
         let q: ListQuery = serde_json::from_str(r#"{"limit":5000}"#).unwrap();
         assert!(q.page().is_err());
         assert!(serde_json::from_str::<ListQuery>(r#"{"offset":"x"}"#).is_err());
+        let q: ListQuery = serde_json::from_str(r#"{"offset":5.0,"limit":1e2}"#).unwrap();
+        assert_eq!((q.offset, q.limit), (5, 100));
+        assert!(serde_json::from_str::<ListQuery>(r#"{"offset":1.5}"#).is_err());
+        assert!(serde_json::from_str::<ListQuery>(r#"{"offset":-1}"#).is_err());
     }
 
     #[test]

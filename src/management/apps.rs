@@ -288,6 +288,7 @@ pub async fn update_oidc_config(
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = AppSecretResponse)]
 #[serde(rename_all = "camelCase")]
 pub struct SecretResponse {
     client_secret: String,
@@ -676,6 +677,7 @@ pub async fn list_keys(
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = GetAppKeyResponse)]
 pub struct GetKeyResponse {
     key: KeyView,
 }

@@ -133,6 +133,7 @@ pub async fn update_machine(
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = MachineSecretResponse)]
 #[serde(rename_all = "camelCase")]
 pub struct SecretResponse {
     client_id: String,
@@ -338,6 +339,7 @@ impl KeyView {
 }
 
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = ListMachineKeysOrPatsRequest)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ListRequest {
     query: ListQuery,
@@ -375,6 +377,7 @@ pub async fn list_keys(
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = GetMachineKeyResponse)]
 pub struct GetKeyResponse {
     key: KeyView,
 }

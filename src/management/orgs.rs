@@ -195,6 +195,7 @@ pub struct DomainView {
 }
 
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = ListOrgDomainsRequest)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ListRequest {
     query: ListQuery,

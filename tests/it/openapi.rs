@@ -81,3 +81,43 @@ async fn served_document_and_routes() {
     }
     srv.stop().await;
 }
+
+/// Schemas are keyed by type name, and two types of one name would silently share one entry of
+/// the document: every `ToSchema` type needs a name of its own (`#[schema(as = ...)]` renames).
+#[test]
+fn schema_names_are_unique() {
+    fn visit(dir: &std::path::Path, found: &mut Vec<(String, String)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                visit(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let mut lines = text.lines().map(str::trim);
+                while let Some(line) = lines.next() {
+                    if !(line.starts_with("#[derive(") && line.contains("ToSchema")) {
+                        continue;
+                    }
+                    let mut renamed = None;
+                    for next in lines.by_ref() {
+                        if let Some(rest) = next.strip_prefix("#[schema(as = ") {
+                            renamed = Some(rest.trim_end_matches(")]").to_string());
+                        }
+                        let item = next.trim_start_matches("pub ").trim_start_matches("pub(crate) ");
+                        if let Some(rest) = item.strip_prefix("struct ").or_else(|| item.strip_prefix("enum ")) {
+                            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                            found.push((renamed.unwrap_or(name), path.display().to_string()));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    visit(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut found);
+    assert!(found.len() > 100, "found only {} schema types", found.len());
+    found.sort();
+    let repeated: Vec<_> = found.windows(2).filter(|w| w[0].0 == w[1].0).map(|w| (&w[0], &w[1])).collect();
+    assert!(repeated.is_empty(), "schema names used twice: {repeated:?}");
+}
