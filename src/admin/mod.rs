@@ -78,7 +78,9 @@ pub struct Doc;
 #[derive(serde::Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct MemberRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     user_id: String,
+    #[schema(required = true, min_items = 1)]
     roles: Vec<String>,
 }
 

@@ -20,6 +20,7 @@ use crate::store::org::{self, OrgQuery};
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SetupOrgInput {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     name: String,
     domain: String,
 }
@@ -27,6 +28,7 @@ pub struct SetupOrgInput {
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SetUpOrgRequest {
+    #[schema(required = true)]
     org: Option<SetupOrgInput>,
     human: Option<HumanInput>,
     roles: Vec<String>,

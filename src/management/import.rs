@@ -38,8 +38,11 @@ pub struct IdpInput {
 #[derive(Debug, Deserialize, Serialize, Default, Clone, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ImportHumanUserRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     pub user_name: String,
+    #[schema(required = true)]
     pub profile: Option<ProfileInput>,
+    #[schema(required = true)]
     pub email: Option<EmailInput>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phone: Option<PhoneInput>,

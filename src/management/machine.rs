@@ -24,7 +24,9 @@ use crate::store::{Conn, user};
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AddMachineUserRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     user_name: String,
+    #[schema(required = true, min_length = 1, max_length = 200)]
     name: String,
     description: String,
     access_token_type: AccessTokenType,
@@ -107,6 +109,7 @@ fn require_machine(u: &User) -> ApiResult<&Machine> {
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct UpdateMachineRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     name: String,
     description: String,
     access_token_type: AccessTokenType,

@@ -17,13 +17,16 @@ use crate::store::user;
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AddMemberRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     user_id: String,
+    #[schema(required = true, min_items = 1)]
     roles: Vec<String>,
 }
 
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct UpdateMemberRequest {
+    #[schema(required = true, min_items = 1)]
     roles: Vec<String>,
 }
 

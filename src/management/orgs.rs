@@ -18,6 +18,7 @@ use crate::store::{Conn, member, org};
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AddOrgRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     name: String,
 }
 
@@ -141,6 +142,7 @@ pub async fn update_org(
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AddDomainRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     domain: String,
 }
 

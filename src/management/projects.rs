@@ -20,6 +20,7 @@ use crate::store::{Conn, StoreError};
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ProjectRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     name: String,
     project_role_assertion: bool,
     project_role_check: bool,
@@ -224,7 +225,9 @@ pub async fn list_projects(
 #[serde(default, rename_all = "camelCase")]
 pub struct RoleInput {
     #[serde(alias = "key")]
+    #[schema(required = true, min_length = 1, max_length = 200)]
     role_key: String,
+    #[schema(required = true, min_length = 1, max_length = 200)]
     display_name: String,
     group: String,
 }
@@ -287,6 +290,7 @@ pub async fn add_role(
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct BulkRolesRequest {
+    #[schema(required = true, min_items = 1)]
     roles: Vec<RoleInput>,
 }
 
@@ -340,6 +344,7 @@ pub async fn list_roles(
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AddUserGrantRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     project_id: String,
     project_grant_id: String,
     role_keys: Vec<String>,

@@ -23,7 +23,9 @@ pub const MAX_PASSWORD: usize = 256;
 #[derive(Debug, Deserialize, Serialize, Default, Clone, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ProfileInput {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     pub first_name: String,
+    #[schema(required = true, min_length = 1, max_length = 200)]
     pub last_name: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub nick_name: String,
@@ -38,6 +40,7 @@ pub struct ProfileInput {
 #[derive(Debug, Deserialize, Serialize, Default, Clone, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct EmailInput {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     pub email: String,
     #[serde(skip_serializing_if = "crate::api::types::is_false")]
     pub is_email_verified: bool,
@@ -55,8 +58,11 @@ pub struct PhoneInput {
 #[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct HumanInput {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     pub user_name: String,
+    #[schema(required = true)]
     pub profile: Option<ProfileInput>,
+    #[schema(required = true)]
     pub email: Option<EmailInput>,
     pub phone: Option<PhoneInput>,
     /// `AddHumanUserRequest.initialPassword`.
