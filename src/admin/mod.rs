@@ -80,7 +80,7 @@ pub struct Doc;
 pub struct MemberRequest {
     #[schema(required = true, min_length = 1, max_length = 200)]
     user_id: String,
-    #[schema(required = true, min_items = 1)]
+    #[schema(required = true, schema_with = members::iam_roles_schema)]
     roles: Vec<String>,
 }
 

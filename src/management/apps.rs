@@ -604,6 +604,7 @@ pub async fn remove_app(
 #[serde(default, rename_all = "camelCase")]
 pub struct AddAppKeyRequest {
     #[serde(rename = "type")]
+    #[schema(required = true, schema_with = crate::management::machine::json_key_type_schema)]
     key_type: KeyType,
     expiration_date: Option<String>,
     public_key: Option<String>,

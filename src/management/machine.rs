@@ -185,9 +185,16 @@ pub async fn remove_secret(
 #[serde(default, rename_all = "camelCase")]
 pub struct AddKeyRequest {
     #[serde(rename = "type")]
+    #[schema(required = true, schema_with = crate::management::machine::json_key_type_schema)]
     key_type: KeyType,
     expiration_date: Option<String>,
     public_key: Option<String>,
+}
+
+/// The schema of `type` in add-key requests: latch makes JSON keys only.
+pub fn json_key_type_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new().schema_type(Type::String).enum_values(Some([KeyType::Json.name()])).into()
 }
 
 /// The checked parts of an add-key request: expiry and, when the caller brings one, the PEM

@@ -19,15 +19,31 @@ use crate::store::user;
 pub struct AddMemberRequest {
     #[schema(required = true, min_length = 1, max_length = 200)]
     user_id: String,
-    #[schema(required = true, min_items = 1)]
+    #[schema(required = true, schema_with = org_roles_schema)]
     roles: Vec<String>,
 }
 
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct UpdateMemberRequest {
-    #[schema(required = true, min_items = 1)]
+    #[schema(required = true, schema_with = org_roles_schema)]
     roles: Vec<String>,
+}
+
+/// The schema of `roles` in organization member requests: one or more organization roles.
+pub fn org_roles_schema() -> utoipa::openapi::schema::Schema {
+    roles_schema(ORG_ROLES)
+}
+
+/// The schema of `roles` in instance member requests: one or more instance roles.
+pub fn iam_roles_schema() -> utoipa::openapi::schema::Schema {
+    roles_schema(IAM_ROLES)
+}
+
+fn roles_schema(roles: &[&str]) -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    let item = ObjectBuilder::new().schema_type(Type::String).enum_values(Some(roles.iter().copied()));
+    ArrayBuilder::new().items(item).min_items(Some(1)).into()
 }
 
 pub fn check_roles(req: &str, roles: &[String], allowed: &[&str]) -> ApiResult<Vec<String>> {
