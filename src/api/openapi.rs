@@ -128,6 +128,13 @@ fn finish(op: &mut Operation, method: Method, path: &str) {
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
     op.operation_id = Some(id.split('_').filter(|s| !s.is_empty()).collect::<Vec<_>>().join("_"));
+    for response in op.responses.responses.values_mut() {
+        if let RefOr::T(r) = response
+            && r.description.is_empty()
+        {
+            r.description = "the result".to_string();
+        }
+    }
     for (status, _) in ERRORS {
         op.responses
             .responses

@@ -38,27 +38,27 @@ pub struct FeatureDetails {
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct GetResponse {
+pub struct InstanceFeaturesResponse {
     details: FeatureDetails,
     oidc_token_exchange: Flag,
     enable_back_channel_logout: Flag,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct SetResponse {
+pub struct SetFeaturesResponse {
     details: FeatureDetails,
 }
 
-fn changed(now: i64) -> Json<SetResponse> {
-    Json(SetResponse { details: FeatureDetails { change_date: Some(ts(now)), resource_owner: String::new() } })
+fn changed(now: i64) -> Json<SetFeaturesResponse> {
+    Json(SetFeaturesResponse { details: FeatureDetails { change_date: Some(ts(now)), resource_owner: String::new() } })
 }
 
 /// The instance's feature flags.
-#[utoipa::path(get, path = "/features/instance", responses((status = 200, body = GetResponse)))]
-pub async fn get(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<GetResponse>> {
+#[utoipa::path(get, path = "/features/instance", responses((status = 200, body = InstanceFeaturesResponse)))]
+pub async fn get(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<InstanceFeaturesResponse>> {
     let mut c = state.db.conn().await?;
     let l = setting::load::<Features>(&mut c, INSTANCE).await?;
-    Ok(Json(GetResponse {
+    Ok(Json(InstanceFeaturesResponse {
         details: FeatureDetails { change_date: l.times.map(|t| ts(t.1)), resource_owner: String::new() },
         oidc_token_exchange: flag(l.value.oidc_token_exchange),
         enable_back_channel_logout: flag(l.value.enable_back_channel_logout),
@@ -73,12 +73,12 @@ pub struct SetRequest {
 }
 
 /// Sets the flags given; flags left out keep their value.
-#[utoipa::path(put, path = "/features/instance", request_body = SetRequest, responses((status = 200, body = SetResponse)))]
+#[utoipa::path(put, path = "/features/instance", request_body = SetRequest, responses((status = 200, body = SetFeaturesResponse)))]
 pub async fn set(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(req): ApiJson<SetRequest>,
-) -> ApiResult<Json<SetResponse>> {
+) -> ApiResult<Json<SetFeaturesResponse>> {
     caller.require(Permission::FeatureWrite)?;
     let now = state.clock.now();
     let mut c = state.db.conn().await?;
@@ -94,8 +94,8 @@ pub async fn set(
 }
 
 /// Returns every flag to the system default.
-#[utoipa::path(delete, path = "/features/instance", responses((status = 200, body = SetResponse)))]
-pub async fn reset(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<SetResponse>> {
+#[utoipa::path(delete, path = "/features/instance", responses((status = 200, body = SetFeaturesResponse)))]
+pub async fn reset(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<SetFeaturesResponse>> {
     caller.require(Permission::FeatureWrite)?;
     let now = state.clock.now();
     let mut c = state.db.conn().await?;

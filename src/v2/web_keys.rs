@@ -101,28 +101,28 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Js
 
 #[derive(Deserialize, Default, serde::Serialize, ToSchema)]
 #[serde(default, rename_all = "camelCase")]
-pub struct RsaInput {
+pub struct RsaKeyInput {
     bits: Option<String>,
     hasher: Option<String>,
 }
 
 #[derive(Deserialize, Default, serde::Serialize, ToSchema)]
 #[serde(default, rename_all = "camelCase")]
-pub struct EcdsaInput {
+pub struct EcdsaKeyInput {
     curve: Option<String>,
 }
 
 /// At most one of `rsa`, `ecdsa` and `ed25519`; none means RSA 2048.
 #[derive(Deserialize, Default, serde::Serialize, ToSchema)]
 #[serde(default, rename_all = "camelCase")]
-pub struct CreateRequest {
-    rsa: Option<RsaInput>,
-    ecdsa: Option<EcdsaInput>,
+pub struct CreateWebKeyRequest {
+    rsa: Option<RsaKeyInput>,
+    ecdsa: Option<EcdsaKeyInput>,
     #[schema(value_type = Option<Object>)]
     ed25519: Option<Value>,
 }
 
-impl CreateRequest {
+impl CreateWebKeyRequest {
     fn spec(&self) -> ApiResult<KeySpec> {
         let chosen = [self.rsa.is_some(), self.ecdsa.is_some(), self.ed25519.is_some()].iter().filter(|b| **b).count();
         if chosen > 1 {
@@ -166,40 +166,40 @@ impl CreateRequest {
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct CreateResponse {
+pub struct CreateWebKeyResponse {
     id: String,
     creation_date: String,
 }
 
 /// Creates a key; it is published at once and signs once activated.
-#[utoipa::path(post, path = "/web_keys", request_body = CreateRequest, responses((status = 200, body = CreateResponse)))]
+#[utoipa::path(post, path = "/web_keys", request_body = CreateWebKeyRequest, responses((status = 200, body = CreateWebKeyResponse)))]
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
-    ApiJson(req): ApiJson<CreateRequest>,
-) -> ApiResult<Json<CreateResponse>> {
+    ApiJson(req): ApiJson<CreateWebKeyRequest>,
+) -> ApiResult<Json<CreateWebKeyResponse>> {
     caller.require(Permission::WebKeyWrite)?;
     let spec = req.spec()?;
     let mut c = state.db.conn().await?;
     let id = state.keys.create(&mut c, spec, None).await.map_err(key_error)?;
     drop(c);
     state.keys.reload().await.map_err(key_error)?;
-    Ok(Json(CreateResponse { id, creation_date: ts(state.clock.now()) }))
+    Ok(Json(CreateWebKeyResponse { id, creation_date: ts(state.clock.now()) }))
 }
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ActivateResponse {
+pub struct ActivateWebKeyResponse {
     change_date: String,
 }
 
 /// Makes a key the signing key.
-#[utoipa::path(post, path = "/web_keys/{id}/_activate", responses((status = 200, body = ActivateResponse)))]
+#[utoipa::path(post, path = "/web_keys/{id}/_activate", responses((status = 200, body = ActivateWebKeyResponse)))]
 pub async fn activate(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<ActivateResponse>> {
+) -> ApiResult<Json<ActivateWebKeyResponse>> {
     caller.require(Permission::WebKeyWrite)?;
     let now = state.clock.now();
     let set = state.keys.current();
@@ -216,22 +216,22 @@ pub async fn activate(
             state.keys.reload().await.map_err(key_error)?;
         }
     }
-    Ok(Json(ActivateResponse { change_date: ts(now) }))
+    Ok(Json(ActivateWebKeyResponse { change_date: ts(now) }))
 }
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct DeleteResponse {
+pub struct DeleteWebKeyResponse {
     deletion_date: String,
 }
 
 /// Deletes a key that does not sign.
-#[utoipa::path(delete, path = "/web_keys/{id}", responses((status = 200, body = DeleteResponse)))]
+#[utoipa::path(delete, path = "/web_keys/{id}", responses((status = 200, body = DeleteWebKeyResponse)))]
 pub async fn remove(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<DeleteResponse>> {
+) -> ApiResult<Json<DeleteWebKeyResponse>> {
     caller.require(Permission::WebKeyWrite)?;
     state.keys.reload().await.map_err(key_error)?;
     let now = state.clock.now();
@@ -248,5 +248,5 @@ pub async fn remove(
     web_key::delete(&mut c, &id).await?;
     drop(c);
     state.keys.reload().await.map_err(key_error)?;
-    Ok(Json(DeleteResponse { deletion_date: ts(now) }))
+    Ok(Json(DeleteWebKeyResponse { deletion_date: ts(now) }))
 }

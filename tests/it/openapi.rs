@@ -46,6 +46,11 @@ fn every_operation_is_complete() {
             let template: BTreeSet<&str> =
                 path.split('/').filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}'))).collect();
             assert_eq!(declared, template, "{what}: path parameters");
+            for (status, response) in op["responses"].as_object().unwrap() {
+                let described =
+                    response.get("$ref").is_some() || response["description"].as_str().is_some_and(|d| !d.is_empty());
+                assert!(described, "{what}: response {status} has no description (OpenAPI requires one)");
+            }
             let ok = &op["responses"]["200"]["content"]["application/json"]["schema"];
             assert!(ok.is_object(), "{what}: no 200 response schema");
             for status in ["400", "401", "403", "404", "409", "503"] {
