@@ -121,13 +121,18 @@ pub fn operations(doc: &OpenApi) -> Vec<(Method, String)> {
     out
 }
 
-/// A unique operation id (handler names repeat across modules) and the shared error answers.
+/// A unique operation id (handler names repeat across modules), an optional request body, a
+/// description on every answer and the shared error answers.
 fn finish(op: &mut Operation, method: Method, path: &str) {
     let id: String = format!("{} {path}", method.as_str().to_ascii_lowercase())
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
     op.operation_id = Some(id.split('_').filter(|s| !s.is_empty()).collect::<Vec<_>>().join("_"));
+    // An empty body counts as `{}` (api::json), so no operation requires one.
+    if let Some(RefOr::T(body)) = op.request_body.as_mut() {
+        body.required = Some(utoipa::openapi::Required::False);
+    }
     for response in op.responses.responses.values_mut() {
         if let RefOr::T(r) = response
             && r.description.is_empty()

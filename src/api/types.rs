@@ -81,12 +81,13 @@ pub fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
 /// 2^53: the largest whole number a JSON number carries exactly everywhere.
 const MAX_EXACT: u64 = 1 << 53;
 
-/// The schema of a [`lenient_u64`] field: a whole number, or its decimal digits as a string.
+/// The schema of a [`lenient_u64`] field: a whole number, or its decimal digits as a string
+/// (written with a fraction, a number must stay within 2^53).
 pub fn lenient_u64_schema() -> utoipa::openapi::schema::Schema {
     use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
     OneOfBuilder::new()
-        .item(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)).maximum(Some(MAX_EXACT)))
-        .item(ObjectBuilder::new().schema_type(Type::String).pattern(Some(r"^[0-9]{1,15}$")))
+        .item(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)).maximum(Some(u64::MAX)))
+        .item(ObjectBuilder::new().schema_type(Type::String).pattern(Some(r"^\s*[0-9]{1,20}\s*$")))
         .into()
 }
 

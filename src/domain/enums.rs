@@ -49,9 +49,18 @@ macro_rules! proto_enum {
 
         impl utoipa::PartialSchema for $name {
             fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-                utoipa::openapi::ObjectBuilder::new()
-                    .schema_type(utoipa::openapi::schema::Type::String)
-                    .enum_values(Some([$($text),+]))
+                // Written as names; requests may also send the numbers.
+                utoipa::openapi::OneOfBuilder::new()
+                    .item(
+                        utoipa::openapi::ObjectBuilder::new()
+                            .schema_type(utoipa::openapi::schema::Type::String)
+                            .enum_values(Some([$($text),+])),
+                    )
+                    .item(
+                        utoipa::openapi::ObjectBuilder::new()
+                            .schema_type(utoipa::openapi::schema::Type::Integer)
+                            .enum_values(Some([$($num),+])),
+                    )
                     .into()
             }
         }

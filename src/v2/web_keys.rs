@@ -119,7 +119,7 @@ pub struct CreateWebKeyRequest {
     rsa: Option<RsaKeyInput>,
     ecdsa: Option<EcdsaKeyInput>,
     #[schema(value_type = Option<Object>)]
-    ed25519: Option<Value>,
+    ed25519: Option<serde_json::Map<String, Value>>,
 }
 
 impl CreateWebKeyRequest {
