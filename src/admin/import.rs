@@ -224,6 +224,9 @@ fn parse_request(body: &[u8]) -> ApiResult<ImportRequest> {
     if snake_keys(body) {
         return crate::api::json::parse(body);
     }
+    if crate::api::json::has_nul_escape(body) {
+        return Err(ApiError::invalid("invalid ImportDataRequest: text must not contain the NUL character"));
+    }
     let mut de = serde_json::Deserializer::from_slice(body);
     let req: ImportRequest =
         serde_path_to_error::deserialize(&mut de).map_err(|e| json_error("ImportDataRequest", e))?;
@@ -233,6 +236,9 @@ fn parse_request(body: &[u8]) -> ApiResult<ImportRequest> {
 
 /// Reads an export document: `{"orgs": [...]}`.
 fn parse_document(field: &str, raw: &[u8]) -> ApiResult<Document> {
+    if crate::api::json::has_nul_escape(raw) {
+        return Err(ApiError::invalid(format!("invalid {field}: text must not contain the NUL character")));
+    }
     let value_first = snake_keys(raw);
     let doc: Document = if value_first {
         let v: serde_json::Value = serde_json::from_slice(raw)

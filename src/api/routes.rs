@@ -3,11 +3,14 @@
 //! OpenAPI test reads the same list, so a handler the document does not describe cannot hide.
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, Request};
 use axum::handler::Handler;
 use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, post, put};
 
+use crate::api::ApiError;
 use crate::app::AppState;
 
 /// One operation of an area: its method, its path below the area's prefix, and its handler.
@@ -80,5 +83,15 @@ impl Table {
             .into_iter()
             .fold(Router::new(), |router, (path, handler)| router.route(path, handler))
             .fallback(crate::api::error::not_found)
+            .layer(axum::middleware::from_fn(reject_nul))
     }
+}
+
+/// A path parameter holding U+0000 (`%00`) can match nothing: no text column stores it
+/// (PostgreSQL refuses it with an error), so it is refused here as invalid input.
+async fn reject_nul(req: Request, next: Next) -> Response {
+    if req.uri().path().contains("%00") {
+        return ApiError::invalid("invalid request: the path must not contain the NUL character (%00)").into_response();
+    }
+    next.run(req).await
 }
