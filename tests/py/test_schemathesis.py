@@ -1,13 +1,15 @@
 """schemathesis against a live latch: every operation of /openapi.json (/management/v1, /admin/v1,
-/v2) is called with generated requests as the machine administrator (IAM_OWNER), and no answer
-may be a server error, carry an undocumented status, content type or a body that breaks the
-documented schema.
+/v2) is called with generated requests as the machine administrator (IAM_OWNER), and every check
+of CHECKS holds: no server error; no undocumented status, content type or body; no input the
+schema forbids accepted; no operation that works without a token; 405 with Allow for other
+methods.
 
 Path parameters are drawn, most of the time, from objects seeded beforehand (a human and a
 machine user, a project with a role, OIDC and API applications, keys, a personal access token,
 a domain), so the calls reach the handlers' logic rather than stopping at "not found".
 
-Bounded: LATCH_SCHEMATHESIS_EXAMPLES cases per operation and phase (default 15). The run's
+Bounded: the coverage phase's systematic cases plus LATCH_SCHEMATHESIS_EXAMPLES random cases per
+operation in the fuzzing phase (default 15); LATCH_SCHEMATHESIS_SEED picks the seed. The run's
 figures are printed and written to artifacts/schemathesis-<database>.json, its output to
 artifacts/schemathesis-<database>.log."""
 
