@@ -84,6 +84,14 @@ pub struct MemberRequest {
     roles: Vec<String>,
 }
 
+/// The body of `PUT /admin/v1/members/{user_id}`: the member is named by the path.
+#[derive(serde::Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct UpdateIamMemberRequest {
+    #[schema(required = true, schema_with = members::iam_roles_schema)]
+    roles: Vec<String>,
+}
+
 #[utoipa::path(post, path = "/members", request_body = MemberRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn add_member(
     State(state): State<AppState>,
@@ -94,12 +102,12 @@ pub async fn add_member(
     members::add(&state, Scope::Iam, "", "AddIAMMemberRequest", &req.user_id, &req.roles).await
 }
 
-#[utoipa::path(put, path = "/members/{user_id}", request_body = MemberRequest, responses((status = 200, body = DetailsResponse)))]
+#[utoipa::path(put, path = "/members/{user_id}", request_body = UpdateIamMemberRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn update_member(
     State(state): State<AppState>,
     caller: Caller,
     Path(user_id): Path<String>,
-    ApiJson(req): ApiJson<MemberRequest>,
+    ApiJson(req): ApiJson<UpdateIamMemberRequest>,
 ) -> ApiResult<Json<DetailsResponse>> {
     caller.require(Permission::IamMemberWrite)?;
     members::update(&state, Scope::Iam, "", "UpdateIAMMemberRequest", &user_id, &req.roles).await
