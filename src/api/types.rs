@@ -92,16 +92,36 @@ pub fn lenient_u64_schema() -> utoipa::openapi::schema::Schema {
 }
 
 /// The `query` of every `_search` call.
-#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, utoipa::ToSchema)]
-#[serde(default, rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ListQuery {
-    #[serde(deserialize_with = "lenient_u64")]
     #[schema(schema_with = lenient_u64_schema)]
     pub offset: u64,
-    #[serde(deserialize_with = "lenient_u64")]
     #[schema(schema_with = lenient_u64_schema)]
     pub limit: u64,
     pub asc: bool,
+}
+
+/// Only a JSON object is a query: a derived `Deserialize` would also read an array as the
+/// fields in order (`[]` as every default), which the schema does not allow.
+impl<'de> Deserialize<'de> for ListQuery {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Fields {
+            #[serde(deserialize_with = "lenient_u64")]
+            offset: u64,
+            #[serde(deserialize_with = "lenient_u64")]
+            limit: u64,
+            asc: bool,
+        }
+        let value = serde_json::Value::deserialize(d)?;
+        if !value.is_object() {
+            return Err(serde::de::Error::custom("the query must be an object"));
+        }
+        let f = Fields::deserialize(value).map_err(serde::de::Error::custom)?;
+        Ok(ListQuery { offset: f.offset, limit: f.limit, asc: f.asc })
+    }
 }
 
 /// Results per page when the request sets no limit, and the most a request may ask for.
@@ -180,6 +200,7 @@ mod tests {
         assert_eq!((q.offset, q.limit), (5, 100));
         assert!(serde_json::from_str::<ListQuery>(r#"{"offset":1.5}"#).is_err());
         assert!(serde_json::from_str::<ListQuery>(r#"{"offset":-1}"#).is_err());
+        assert!(serde_json::from_str::<ListQuery>("[]").is_err());
     }
 
     #[test]
