@@ -93,7 +93,7 @@ pub fn lenient_u64_schema() -> utoipa::openapi::schema::Schema {
 
 /// The `query` of every `_search` call.
 #[derive(Debug, Clone, Default, serde::Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ListQuery {
     #[schema(schema_with = lenient_u64_schema)]
     pub offset: u64,
