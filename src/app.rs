@@ -23,7 +23,7 @@ use crate::crypto::password::PasswordHasher;
 use crate::keys::{KeyError, KeyManager};
 use crate::oauth::tokens::TokenService;
 use crate::store::{Db, StoreError};
-use crate::{admin, api, bootstrap, management, oidc, ops, telemetry, v2};
+use crate::{api, bootstrap, oidc, ops, telemetry};
 
 /// The header carrying each request's id, in the request and the response.
 pub const REQUEST_ID: &str = "x-request-id";
@@ -163,10 +163,10 @@ pub async fn start(settings: Settings, clock: SharedClock) -> Result<Started, St
 pub fn router(state: AppState) -> Router {
     let x_request_id = HeaderName::from_static(REQUEST_ID);
     let body_read_timeout = state.settings.limits.body_read_timeout;
-    let api = Router::new()
-        .nest("/management/v1", management::routes())
-        .nest("/admin/v1", admin::routes())
-        .merge(v2::routes())
+    let api = api::openapi::areas()
+        .into_iter()
+        .fold(Router::new(), |router, area| router.nest(area.prefix, area.router()))
+        .route("/openapi.json", axum::routing::get(api::openapi::serve))
         .method_not_allowed_fallback(api::error::method_not_allowed)
         .layer(DefaultBodyLimit::max(api::json::MAX_BODY))
         .layer(axum::middleware::from_fn_with_state(state.clone(), api::clear_cache_after_writes));

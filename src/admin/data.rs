@@ -12,19 +12,19 @@ use crate::domain::settings::{LockoutPolicy, PasswordComplexityPolicy};
 use crate::management::apps::{ApiAppRequest, OidcAppRequest};
 use crate::management::import::ImportHumanUserRequest;
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Document {
     pub orgs: Vec<DataOrg>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct OrgData {
     pub name: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct DomainData {
     pub domain_name: String,
@@ -36,7 +36,7 @@ pub struct DomainData {
     pub validation_type: DomainValidationType,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ProjectData {
     pub name: String,
@@ -50,14 +50,14 @@ pub struct ProjectData {
     pub private_labeling_setting: PrivateLabelingSetting,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct DataProject {
     pub project_id: String,
     pub project: ProjectData,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct DataProjectRole {
     pub project_id: String,
@@ -67,7 +67,7 @@ pub struct DataProjectRole {
     pub group: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct DataOidcApp {
     pub app_id: String,
@@ -80,7 +80,7 @@ pub struct DataOidcApp {
     pub client_secret_digest: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct DataApiApp {
     pub app_id: String,
@@ -91,7 +91,7 @@ pub struct DataApiApp {
     pub client_secret_digest: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct DataHumanUser {
     pub user_id: String,
@@ -100,7 +100,7 @@ pub struct DataHumanUser {
     pub state: Option<UserState>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct MachineData {
     pub user_name: String,
@@ -111,7 +111,7 @@ pub struct MachineData {
     pub access_token_type: AccessTokenType,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct DataMachineUser {
     pub user_id: String,
@@ -123,7 +123,7 @@ pub struct DataMachineUser {
     pub secret_digest: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct DataUserGrant {
     pub user_id: String,
@@ -132,14 +132,14 @@ pub struct DataUserGrant {
     pub role_keys: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct DataMember {
     pub user_id: String,
     pub roles: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct DataProjectMember {
     pub project_id: String,
@@ -147,7 +147,7 @@ pub struct DataProjectMember {
     pub roles: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct DataOrg {
     pub org_id: String,
@@ -184,12 +184,14 @@ pub struct DataOrg {
 }
 
 /// The lockout policy of an organization (numbers also as strings, as protobuf JSON writes them).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct LockoutData {
     #[serde(deserialize_with = "lenient_u64")]
+    #[schema(schema_with = crate::api::types::lenient_u64_schema)]
     pub max_password_attempts: u64,
     #[serde(deserialize_with = "lenient_u64")]
+    #[schema(schema_with = crate::api::types::lenient_u64_schema)]
     pub max_otp_attempts: u64,
 }
 
@@ -202,10 +204,11 @@ impl From<&LockoutPolicy> for LockoutData {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ComplexityData {
     #[serde(deserialize_with = "lenient_u64")]
+    #[schema(schema_with = crate::api::types::lenient_u64_schema)]
     pub min_length: u64,
     pub has_uppercase: bool,
     pub has_lowercase: bool,
@@ -226,7 +229,7 @@ impl From<&PasswordComplexityPolicy> for ComplexityData {
 }
 
 /// A bucket object: where an export goes or an import comes from.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct GcsTarget {
     pub bucket: String,

@@ -34,7 +34,7 @@ use crate::store::{Conn, app, org, project, setting, user};
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ExportRequest {
     org_ids: Vec<String>,
@@ -64,6 +64,9 @@ pub fn deadline_error(what: &str) -> ApiError {
     ApiError::new(Code::DeadlineExceeded, format!("the {what} did not finish within its timeout"))
 }
 
+/// Exports organizations into the response (`responseOutput`) and/or a bucket (`gcsOutput`); with
+/// only a bucket the response is `{}`.
+#[utoipa::path(post, path = "/export", request_body = ExportRequest, responses((status = 200, body = Document)))]
 pub async fn export(
     State(state): State<AppState>,
     caller: Caller,

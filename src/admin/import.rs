@@ -31,9 +31,9 @@ use crate::store::fold;
 /// Largest request body the import reads (the route's own limit; other routes keep 1 MiB).
 pub const MAX_BODY: usize = 512 * 1024 * 1024;
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default)]
-struct ImportRequest {
+pub struct ImportRequest {
     #[serde(rename = "dataOrgs", alias = "data_orgs")]
     data_orgs: Option<Document>,
     #[serde(rename = "dataOrgsv1", alias = "data_orgsv1")]
@@ -50,13 +50,17 @@ struct ImportRequest {
         alias = "dataOrgsv1Local",
         alias = "data_orgsv1_local"
     )]
+    #[serde(skip_serializing)]
+    #[schema(value_type = Option<Object>)]
     local: Option<serde::de::IgnoredAny>,
     #[serde(rename = "dataOrgsS3", alias = "data_orgs_s3", alias = "dataOrgsv1S3", alias = "data_orgsv1_s3")]
+    #[serde(skip_serializing)]
+    #[schema(value_type = Option<Object>)]
     s3: Option<serde::de::IgnoredAny>,
 }
 
 /// One problem (in `errors`) or one object left as it was (in `skipped`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ImportItem {
     #[serde(rename = "type")]
     pub kind: &'static str,
@@ -70,14 +74,14 @@ impl ImportItem {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GrantRef {
     pub project_id: String,
     pub user_id: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserLinkRef {
     pub user_id: String,
@@ -87,7 +91,7 @@ pub struct UserLinkRef {
 }
 
 /// What one organization received.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SuccessOrg {
     pub org_id: String,
@@ -115,12 +119,12 @@ pub struct SuccessOrg {
     pub domains: Vec<String>,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, utoipa::ToSchema)]
 pub struct Success {
     pub orgs: Vec<SuccessOrg>,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImportResponse {
     pub errors: Vec<ImportItem>,
@@ -131,6 +135,8 @@ pub struct ImportResponse {
     pub dry_run: bool,
 }
 
+/// Imports organizations; set exactly one source.
+#[utoipa::path(post, path = "/import", request_body = ImportRequest, responses((status = 200, body = ImportResponse)))]
 pub async fn import(State(state): State<AppState>, caller: Caller, body: Bytes) -> ApiResult<Json<ImportResponse>> {
     caller.require(Permission::IamWrite)?;
     let req = parse_request(&body)?;
@@ -218,6 +224,9 @@ fn parse_request(body: &[u8]) -> ApiResult<ImportRequest> {
     if snake_keys(body) {
         return crate::api::json::parse(body);
     }
+    if crate::api::json::has_nul_escape(body) {
+        return Err(ApiError::invalid("invalid ImportDataRequest: text must not contain the NUL character"));
+    }
     let mut de = serde_json::Deserializer::from_slice(body);
     let req: ImportRequest =
         serde_path_to_error::deserialize(&mut de).map_err(|e| json_error("ImportDataRequest", e))?;
@@ -227,6 +236,9 @@ fn parse_request(body: &[u8]) -> ApiResult<ImportRequest> {
 
 /// Reads an export document: `{"orgs": [...]}`.
 fn parse_document(field: &str, raw: &[u8]) -> ApiResult<Document> {
+    if crate::api::json::has_nul_escape(raw) {
+        return Err(ApiError::invalid(format!("invalid {field}: text must not contain the NUL character")));
+    }
     let value_first = snake_keys(raw);
     let doc: Document = if value_first {
         let v: serde_json::Value = serde_json::from_slice(raw)

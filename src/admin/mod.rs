@@ -10,48 +10,90 @@ pub mod orgs;
 pub mod settings;
 
 use axum::Json;
-use axum::Router;
-use axum::extract::DefaultBodyLimit;
 use axum::extract::{Path, State};
-use axum::routing::{get, post, put};
 
 use crate::api::error::ApiResult;
+use crate::api::routes::Table;
 use crate::api::types::{DetailsResponse, ListResponse};
 use crate::api::{ApiJson, Caller};
 use crate::app::AppState;
 use crate::domain::roles::Permission;
-use crate::management::members;
+use crate::management::members::{self, RolesResponse};
 use crate::management::views::MemberView;
 use crate::store::member::Scope;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/export", post(export::export))
-        .route("/import", post(import::import).layer(DefaultBodyLimit::max(import::MAX_BODY)))
-        .route("/orgs/_setup", post(orgs::setup))
-        .route("/orgs/_search", post(orgs::search))
-        .route("/orgs/{id}", get(orgs::get))
-        .route("/members", post(add_member))
-        .route("/members/_search", post(list_members))
-        .route("/members/roles/_search", post(list_member_roles))
-        .route("/members/{user_id}", put(update_member).delete(remove_member))
-        .route("/settings/oidc", get(settings::get_oidc).put(settings::put_oidc).post(settings::put_oidc))
-        .route("/policies/login", get(settings::get_login).put(settings::put_login))
-        .route("/policies/lockout", get(settings::get_lockout))
-        .route("/policies/password/lockout", put(settings::put_lockout))
-        .route("/policies/password/complexity", get(settings::get_complexity).put(settings::put_complexity))
-        .route("/policies/security", get(settings::get_security).put(settings::put_security))
-        .fallback(crate::api::error::not_found)
+/// The operations of `/admin/v1`.
+pub fn api() -> Table {
+    Table::new("/admin/v1")
+        .post("/export", export::export)
+        .post("/import", import::import)
+        .body_limit(import::MAX_BODY)
+        .post("/orgs/_setup", orgs::setup)
+        .post("/orgs/_search", orgs::search)
+        .get("/orgs/{id}", orgs::get)
+        .post("/members", add_member)
+        .post("/members/_search", list_members)
+        .post("/members/roles/_search", list_member_roles)
+        .put("/members/{user_id}", update_member)
+        .delete("/members/{user_id}", remove_member)
+        .get("/settings/oidc", settings::get_oidc)
+        .put("/settings/oidc", settings::put_oidc)
+        .post("/settings/oidc", settings::put_oidc)
+        .get("/policies/login", settings::get_login)
+        .put("/policies/login", settings::put_login)
+        .get("/policies/lockout", settings::get_lockout)
+        .put("/policies/password/lockout", settings::put_lockout)
+        .get("/policies/password/complexity", settings::get_complexity)
+        .put("/policies/password/complexity", settings::put_complexity)
+        .get("/policies/security", settings::get_security)
+        .put("/policies/security", settings::put_security)
 }
 
-#[derive(serde::Deserialize, Default)]
+/// Their description: every handler of [`api`] is listed here.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(
+    export::export,
+    import::import,
+    orgs::setup,
+    orgs::search,
+    orgs::get,
+    add_member,
+    list_members,
+    list_member_roles,
+    update_member,
+    remove_member,
+    settings::get_oidc,
+    settings::put_oidc,
+    settings::get_login,
+    settings::put_login,
+    settings::get_lockout,
+    settings::put_lockout,
+    settings::get_complexity,
+    settings::put_complexity,
+    settings::get_security,
+    settings::put_security
+))]
+pub struct Doc;
+
+#[derive(serde::Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
-struct MemberRequest {
+pub struct MemberRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     user_id: String,
+    #[schema(required = true, schema_with = members::iam_roles_schema)]
     roles: Vec<String>,
 }
 
-async fn add_member(
+/// The body of `PUT /admin/v1/members/{user_id}`: the member is named by the path.
+#[derive(serde::Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct UpdateIamMemberRequest {
+    #[schema(required = true, schema_with = members::iam_roles_schema)]
+    roles: Vec<String>,
+}
+
+#[utoipa::path(post, path = "/members", request_body = MemberRequest, responses((status = 200, body = DetailsResponse)))]
+pub async fn add_member(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(req): ApiJson<MemberRequest>,
@@ -60,17 +102,19 @@ async fn add_member(
     members::add(&state, Scope::Iam, "", "AddIAMMemberRequest", &req.user_id, &req.roles).await
 }
 
-async fn update_member(
+#[utoipa::path(put, path = "/members/{user_id}", request_body = UpdateIamMemberRequest, responses((status = 200, body = DetailsResponse)))]
+pub async fn update_member(
     State(state): State<AppState>,
     caller: Caller,
     Path(user_id): Path<String>,
-    ApiJson(req): ApiJson<MemberRequest>,
+    ApiJson(req): ApiJson<UpdateIamMemberRequest>,
 ) -> ApiResult<Json<DetailsResponse>> {
     caller.require(Permission::IamMemberWrite)?;
     members::update(&state, Scope::Iam, "", "UpdateIAMMemberRequest", &user_id, &req.roles).await
 }
 
-async fn remove_member(
+#[utoipa::path(delete, path = "/members/{user_id}", responses((status = 200, body = DetailsResponse)))]
+pub async fn remove_member(
     State(state): State<AppState>,
     caller: Caller,
     Path(user_id): Path<String>,
@@ -79,13 +123,15 @@ async fn remove_member(
     members::remove(&state, Scope::Iam, "", &user_id).await
 }
 
-#[derive(serde::Deserialize, Default)]
+#[derive(serde::Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = ListIamMembersRequest)]
 #[serde(default, rename_all = "camelCase")]
-struct ListRequest {
+pub struct ListRequest {
     query: crate::api::types::ListQuery,
 }
 
-async fn list_members(
+#[utoipa::path(post, path = "/members/_search", request_body = ListRequest, responses((status = 200, body = ListResponse<MemberView>)))]
+pub async fn list_members(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(req): ApiJson<ListRequest>,
@@ -94,7 +140,8 @@ async fn list_members(
     members::list(&state, Scope::Iam, "", &req.query).await
 }
 
-async fn list_member_roles(caller: Caller) -> ApiResult<impl axum::response::IntoResponse> {
+#[utoipa::path(post, path = "/members/roles/_search", responses((status = 200, body = RolesResponse)))]
+pub async fn list_member_roles(caller: Caller) -> ApiResult<Json<RolesResponse>> {
     caller.require(Permission::IamMemberRead)?;
     Ok(members::list_iam_member_roles().await)
 }

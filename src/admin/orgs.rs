@@ -17,22 +17,24 @@ use crate::management::views::OrgView;
 use crate::store::member;
 use crate::store::org::{self, OrgQuery};
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SetupOrgInput {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     name: String,
     domain: String,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SetUpOrgRequest {
+    #[schema(required = true)]
     org: Option<SetupOrgInput>,
     human: Option<HumanInput>,
     roles: Vec<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SetUpOrgResponse {
     details: Details,
@@ -40,6 +42,7 @@ pub struct SetUpOrgResponse {
     user_id: String,
 }
 
+#[utoipa::path(post, path = "/orgs/_setup", request_body = SetUpOrgRequest, responses((status = 200, body = SetUpOrgResponse)))]
 pub async fn setup(
     State(state): State<AppState>,
     caller: Caller,
@@ -74,6 +77,7 @@ pub async fn setup(
     Ok(Json(SetUpOrgResponse { details: Details::created(now, &org_id), org_id, user_id }))
 }
 
+#[utoipa::path(get, path = "/orgs/{id}", responses((status = 200, body = GetOrgResponse)))]
 pub async fn get(
     State(state): State<AppState>,
     caller: Caller,
@@ -84,33 +88,35 @@ pub async fn get(
     Ok(Json(GetOrgResponse { org: OrgView::from(&o) }))
 }
 
-#[derive(Deserialize, Default, Clone)]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = OrgNameQuery)]
 #[serde(default, rename_all = "camelCase")]
 pub struct NameQuery {
     name: String,
     method: TextQueryMethod,
 }
 
-#[derive(Deserialize, Default, Clone)]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct DomainQuery {
     domain: String,
     method: TextQueryMethod,
 }
 
-#[derive(Deserialize, Default, Clone)]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = OrgStateQuery)]
 #[serde(default, rename_all = "camelCase")]
 pub struct StateQuery {
     state: OrgState,
 }
 
-#[derive(Deserialize, Default, Clone)]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct IdQuery {
     id: String,
 }
 
-#[derive(Deserialize, Default, Clone)]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct OrgSearchQuery {
     name_query: Option<NameQuery>,
@@ -143,7 +149,7 @@ impl OrgSearchQuery {
     }
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ListOrgsRequest {
     query: ListQuery,
@@ -151,6 +157,7 @@ pub struct ListOrgsRequest {
     queries: Vec<OrgSearchQuery>,
 }
 
+#[utoipa::path(post, path = "/orgs/_search", request_body = ListOrgsRequest, responses((status = 200, body = ListResponse<OrgView>)))]
 pub async fn search(
     State(state): State<AppState>,
     caller: Caller,

@@ -34,7 +34,7 @@ async fn save<T: Setting>(state: &AppState, value: &T) -> ApiResult<Json<Details
     Ok(Json(DetailsResponse { details: Details::changed(now, "") }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OidcSettingsView {
     details: Details,
@@ -44,11 +44,12 @@ pub struct OidcSettingsView {
     refresh_token_expiration: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct GetOidcResponse {
     settings: OidcSettingsView,
 }
 
+#[utoipa::path(get, path = "/settings/oidc", responses((status = 200, body = GetOidcResponse)))]
 pub async fn get_oidc(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<GetOidcResponse>> {
     caller.require(Permission::IamRead)?;
     let l = load::<OidcSettings>(&state).await?;
@@ -64,21 +65,26 @@ pub async fn get_oidc(State(state): State<AppState>, caller: Caller) -> ApiResul
     }))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct PutOidcRequest {
     #[serde(deserialize_with = "duration_secs")]
+    #[schema(value_type = Option<String>, example = "43200s")]
     access_token_lifetime: Option<i64>,
     #[serde(deserialize_with = "duration_secs")]
+    #[schema(value_type = Option<String>, example = "43200s")]
     id_token_lifetime: Option<i64>,
     #[serde(deserialize_with = "duration_secs")]
+    #[schema(value_type = Option<String>, example = "43200s")]
     refresh_token_idle_expiration: Option<i64>,
     #[serde(deserialize_with = "duration_secs")]
+    #[schema(value_type = Option<String>, example = "43200s")]
     refresh_token_expiration: Option<i64>,
 }
 
 const YEAR: i64 = 365 * 86_400;
 
+#[utoipa::path(method(put, post), path = "/settings/oidc", request_body = PutOidcRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn put_oidc(
     State(state): State<AppState>,
     caller: Caller,
@@ -113,7 +119,7 @@ pub async fn put_oidc(
     save(&state, &v).await
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct LoginPolicyDoc {
     #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
@@ -151,7 +157,7 @@ pub struct LoginPolicyDoc {
     force_mfa_local_only: bool,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct PolicyResponse<T: Serialize> {
     policy: T,
 }
@@ -234,6 +240,7 @@ impl LoginPolicyDoc {
     }
 }
 
+#[utoipa::path(get, path = "/policies/login", responses((status = 200, body = PolicyResponse<LoginPolicyDoc>)))]
 pub async fn get_login(
     State(state): State<AppState>,
     caller: Caller,
@@ -254,6 +261,7 @@ fn lifetime(r: &str, field: &str, v: &Option<String>, current: i64) -> ApiResult
     }
 }
 
+#[utoipa::path(put, path = "/policies/login", request_body = LoginPolicyDoc, responses((status = 200, body = DetailsResponse)))]
 pub async fn put_login(
     State(state): State<AppState>,
     caller: Caller,
@@ -265,7 +273,7 @@ pub async fn put_login(
     save(&state, &p).await
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LockoutView {
     details: Details,
@@ -274,6 +282,7 @@ pub struct LockoutView {
     is_default: bool,
 }
 
+#[utoipa::path(get, path = "/policies/lockout", responses((status = 200, body = PolicyResponse<LockoutView>)))]
 pub async fn get_lockout(
     State(state): State<AppState>,
     caller: Caller,
@@ -290,15 +299,18 @@ pub async fn get_lockout(
     }))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct PutLockoutRequest {
     #[serde(deserialize_with = "lenient_u64")]
+    #[schema(schema_with = crate::api::types::lenient_u64_schema)]
     max_password_attempts: u64,
     #[serde(deserialize_with = "lenient_u64")]
+    #[schema(schema_with = crate::api::types::lenient_u64_schema)]
     max_otp_attempts: u64,
 }
 
+#[utoipa::path(put, path = "/policies/password/lockout", request_body = PutLockoutRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn put_lockout(
     State(state): State<AppState>,
     caller: Caller,
@@ -318,7 +330,7 @@ pub async fn put_lockout(
     .await
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ComplexityView {
     details: Details,
@@ -334,6 +346,7 @@ pub struct ComplexityView {
     is_default: bool,
 }
 
+#[utoipa::path(get, path = "/policies/password/complexity", responses((status = 200, body = PolicyResponse<ComplexityView>)))]
 pub async fn get_complexity(
     State(state): State<AppState>,
     caller: Caller,
@@ -354,10 +367,11 @@ pub async fn get_complexity(
     }))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct PutComplexityRequest {
     #[serde(deserialize_with = "lenient_u64")]
+    #[schema(schema_with = crate::api::types::lenient_u64_schema)]
     min_length: u64,
     has_uppercase: bool,
     has_lowercase: bool,
@@ -365,6 +379,7 @@ pub struct PutComplexityRequest {
     has_symbol: bool,
 }
 
+#[utoipa::path(put, path = "/policies/password/complexity", request_body = PutComplexityRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn put_complexity(
     State(state): State<AppState>,
     caller: Caller,
@@ -389,7 +404,7 @@ pub async fn put_complexity(
     .await
 }
 
-#[derive(Serialize, Deserialize, Default)]
+#[derive(Serialize, Deserialize, Default, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SecurityDoc {
     #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
@@ -402,6 +417,7 @@ pub struct SecurityDoc {
     enable_impersonation: bool,
 }
 
+#[utoipa::path(get, path = "/policies/security", responses((status = 200, body = PolicyResponse<SecurityDoc>)))]
 pub async fn get_security(
     State(state): State<AppState>,
     caller: Caller,
@@ -418,6 +434,7 @@ pub async fn get_security(
     }))
 }
 
+#[utoipa::path(put, path = "/policies/security", request_body = SecurityDoc, responses((status = 200, body = DetailsResponse)))]
 pub async fn put_security(
     State(state): State<AppState>,
     caller: Caller,

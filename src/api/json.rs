@@ -58,6 +58,28 @@ pub fn normalize(v: Value) -> Value {
     }
 }
 
+/// Where a string (or an object key) holds U+0000, which no text column stores (PostgreSQL
+/// refuses it): the field's path, as `a.b[2]`.
+pub fn nul_at(v: &Value, path: String) -> Option<String> {
+    let field = |path: &str, key: &str| if path.is_empty() { key.to_string() } else { format!("{path}.{key}") };
+    match v {
+        Value::String(s) if s.contains('\0') => Some(if path.is_empty() { ".".to_string() } else { path }),
+        Value::Object(map) => map.iter().find_map(|(k, v)| {
+            if k.contains('\0') { Some(field(&path, &k.replace('\0', "\\u0000"))) } else { nul_at(v, field(&path, k)) }
+        }),
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| nul_at(v, format!("{path}[{i}]"))),
+        _ => None,
+    }
+}
+
+/// Whether raw JSON text carries U+0000 in a string: JSON can only write it as the escape
+/// `\u0000` (a backslash not itself escaped). For bodies too large to walk as a [`Value`].
+pub fn has_nul_escape(raw: &[u8]) -> bool {
+    raw.windows(6)
+        .enumerate()
+        .any(|(i, w)| w == b"\\u0000" && raw[..i].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 0)
+}
+
 /// Parses a body into `T` with the rules above.
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let value: Value = if bytes.iter().all(|b| b.is_ascii_whitespace()) {
@@ -67,6 +89,9 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     };
     if !value.is_object() {
         return Err(ApiError::invalid("invalid JSON: the body must be an object"));
+    }
+    if let Some(path) = nul_at(&value, String::new()) {
+        return Err(ApiError::invalid(format!("invalid request: {path}: text must not contain the NUL character")));
     }
     serde_path_to_error::deserialize(normalize(value)).map_err(|e| {
         let path = e.path().to_string();
@@ -122,6 +147,13 @@ mod tests {
         assert!(parse::<R>(b"[1]").is_err());
         assert!(parse::<R>(b"").unwrap_err().message.contains("userName"));
         assert_eq!(camel("data_orgsv1_gcs"), "dataOrgsv1Gcs");
+        let e = parse::<R>(b"{\"userName\":\"a\\u0000b\"}").unwrap_err();
+        assert!(e.message.contains("userName") && e.message.contains("NUL"), "{}", e.message);
+        let e = parse::<R>(b"{\"userName\":\"a\",\"x\":[{\"y\":\"\\u0000\"}]}").unwrap_err();
+        assert!(e.message.contains("x[0].y"), "{}", e.message);
+        assert!(has_nul_escape(br#"{"a":"x\u0000"}"#));
+        assert!(!has_nul_escape(br#"{"a":"x\\u0000"}"#));
+        assert!(has_nul_escape(br#"{"a":"x\\\u0000"}"#));
         assert_eq!(camel("_x"), "x");
     }
 }

@@ -4,6 +4,8 @@
 pub mod auth;
 pub mod error;
 pub mod json;
+pub mod openapi;
+pub mod routes;
 pub mod types;
 
 pub use auth::Caller;

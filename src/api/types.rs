@@ -25,7 +25,7 @@ pub fn is_false(b: &bool) -> bool {
 }
 
 /// `details` of a mutation or read.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Details {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -54,34 +54,74 @@ impl Details {
 }
 
 /// `{"details": ...}`: the response of most mutations.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct DetailsResponse {
     pub details: Details,
 }
 
-/// A number sent as a JSON number or a string (64-bit fields are strings on the wire).
+/// A number sent as a JSON number or a string (64-bit fields are strings on the wire). Like
+/// protobuf JSON, a number written with a zero fraction (`5.0`, `1e3`) is accepted.
 pub fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum N {
         Num(u64),
+        Float(f64),
         Str(String),
     }
     match N::deserialize(d)? {
         N::Num(n) => Ok(n),
+        // Up to 2^53, where every integer is exact.
+        N::Float(f) if f.fract() == 0.0 && (0.0..=MAX_EXACT as f64).contains(&f) => Ok(f as u64),
+        N::Float(f) => Err(serde::de::Error::custom(format!("{f} is not a whole number from 0 to 2^53"))),
         N::Str(s) => s.trim().parse().map_err(|_| serde::de::Error::custom(format!("'{s}' is not a number"))),
     }
 }
 
+/// 2^53: the largest whole number a JSON number carries exactly everywhere.
+const MAX_EXACT: u64 = 1 << 53;
+
+/// The schema of a [`lenient_u64`] field: a whole number, or its decimal digits as a string
+/// (written with a fraction, a number must stay within 2^53).
+pub fn lenient_u64_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+    OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)).maximum(Some(u64::MAX)))
+        .item(ObjectBuilder::new().schema_type(Type::String).pattern(Some(r"^\s*[0-9]{1,20}\s*$")))
+        .into()
+}
+
 /// The `query` of every `_search` call.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ListQuery {
-    #[serde(deserialize_with = "lenient_u64")]
+    #[schema(schema_with = lenient_u64_schema)]
     pub offset: u64,
-    #[serde(deserialize_with = "lenient_u64")]
+    #[schema(schema_with = lenient_u64_schema)]
     pub limit: u64,
     pub asc: bool,
+}
+
+/// Only a JSON object is a query: a derived `Deserialize` would also read an array as the
+/// fields in order (`[]` as every default), which the schema does not allow.
+impl<'de> Deserialize<'de> for ListQuery {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Fields {
+            #[serde(deserialize_with = "lenient_u64")]
+            offset: u64,
+            #[serde(deserialize_with = "lenient_u64")]
+            limit: u64,
+            asc: bool,
+        }
+        let value = serde_json::Value::deserialize(d)?;
+        if !value.is_object() {
+            return Err(serde::de::Error::custom("the query must be an object"));
+        }
+        let f = Fields::deserialize(value).map_err(serde::de::Error::custom)?;
+        Ok(ListQuery { offset: f.offset, limit: f.limit, asc: f.asc })
+    }
 }
 
 /// Results per page when the request sets no limit, and the most a request may ask for.
@@ -102,7 +142,7 @@ impl ListQuery {
 }
 
 /// `details` of a list response.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListDetails {
     pub total_result: String,
@@ -116,7 +156,7 @@ impl ListDetails {
 }
 
 /// `{"details": ..., "result": [...]}`; `result` is omitted when empty.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListResponse<T: Serialize> {
     pub details: ListDetails,
@@ -156,6 +196,11 @@ mod tests {
         let q: ListQuery = serde_json::from_str(r#"{"limit":5000}"#).unwrap();
         assert!(q.page().is_err());
         assert!(serde_json::from_str::<ListQuery>(r#"{"offset":"x"}"#).is_err());
+        let q: ListQuery = serde_json::from_str(r#"{"offset":5.0,"limit":1e2}"#).unwrap();
+        assert_eq!((q.offset, q.limit), (5, 100));
+        assert!(serde_json::from_str::<ListQuery>(r#"{"offset":1.5}"#).is_err());
+        assert!(serde_json::from_str::<ListQuery>(r#"{"offset":-1}"#).is_err());
+        assert!(serde_json::from_str::<ListQuery>("[]").is_err());
     }
 
     #[test]

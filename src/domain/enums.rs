@@ -47,6 +47,26 @@ macro_rules! proto_enum {
             }
         }
 
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                // Written as names; requests may also send the numbers.
+                utoipa::openapi::OneOfBuilder::new()
+                    .item(
+                        utoipa::openapi::ObjectBuilder::new()
+                            .schema_type(utoipa::openapi::schema::Type::String)
+                            .enum_values(Some([$($text),+])),
+                    )
+                    .item(
+                        utoipa::openapi::ObjectBuilder::new()
+                            .schema_type(utoipa::openapi::schema::Type::Integer)
+                            .enum_values(Some([$($num),+])),
+                    )
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
+
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 struct V;

@@ -28,7 +28,7 @@ use crate::store::{Conn, StoreError};
 
 /// Every field of `AddOIDCAppRequest` (`name` and `version` are ignored on updates; `projectId`
 /// comes from the path, except in import documents).
-#[derive(Debug, Clone, Deserialize, Serialize, Default)]
+#[derive(Debug, Clone, Deserialize, Serialize, Default, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct OidcAppRequest {
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -166,7 +166,7 @@ fn needs_secret(auth: OidcAuthMethod) -> bool {
     matches!(auth, OidcAuthMethod::Basic | OidcAuthMethod::Post)
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProblemView {
     key: &'static str,
@@ -180,7 +180,7 @@ fn problem_views(c: &OidcConfig, auth: OidcAuthMethod) -> Vec<ProblemView> {
         .collect()
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AddOidcAppResponse {
     app_id: String,
@@ -205,6 +205,7 @@ async fn insert_app(c: &mut Conn, a: &App) -> ApiResult<()> {
     })
 }
 
+#[utoipa::path(post, path = "/projects/{project_id}/apps/oidc", request_body = OidcAppRequest, responses((status = 200, body = AddOidcAppResponse)))]
 pub async fn add_oidc_app(
     State(state): State<AppState>,
     caller: Caller,
@@ -258,6 +259,7 @@ async fn load_app(c: &mut Conn, caller: &Caller, project_id: &str, app_id: &str)
         .ok_or_else(|| ApiError::not_found("application not found").with_id("APP-NotFound"))
 }
 
+#[utoipa::path(put, path = "/projects/{project_id}/apps/{app_id}/oidc_config", request_body = OidcAppRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn update_oidc_config(
     State(state): State<AppState>,
     caller: Caller,
@@ -285,7 +287,8 @@ pub async fn update_oidc_config(
     Ok(Json(DetailsResponse { details: Details::changed(now, &a.org_id) }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = AppSecretResponse)]
 #[serde(rename_all = "camelCase")]
 pub struct SecretResponse {
     client_secret: String,
@@ -316,6 +319,7 @@ async fn regenerate_secret(
     Ok(Json(SecretResponse { client_secret, details: Details::changed(now, &a.org_id) }))
 }
 
+#[utoipa::path(post, path = "/projects/{project_id}/apps/{app_id}/oidc_config/_generate_client_secret", responses((status = 200, body = SecretResponse)))]
 pub async fn generate_oidc_secret(
     State(state): State<AppState>,
     caller: Caller,
@@ -324,6 +328,7 @@ pub async fn generate_oidc_secret(
     regenerate_secret(&state, &caller, &project_id, &app_id).await
 }
 
+#[utoipa::path(post, path = "/projects/{project_id}/apps/{app_id}/api_config/_generate_client_secret", responses((status = 200, body = SecretResponse)))]
 pub async fn generate_api_secret(
     State(state): State<AppState>,
     caller: Caller,
@@ -332,7 +337,7 @@ pub async fn generate_api_secret(
     regenerate_secret(&state, &caller, &project_id, &app_id).await
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize, Default)]
+#[derive(Debug, Clone, Deserialize, Serialize, Default, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ApiAppRequest {
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -342,7 +347,7 @@ pub struct ApiAppRequest {
     pub auth_method_type: ApiAuthMethod,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AddApiAppResponse {
     app_id: String,
@@ -352,6 +357,7 @@ pub struct AddApiAppResponse {
     client_secret: Option<String>,
 }
 
+#[utoipa::path(post, path = "/projects/{project_id}/apps/api", request_body = ApiAppRequest, responses((status = 200, body = AddApiAppResponse)))]
 pub async fn add_api_app(
     State(state): State<AppState>,
     caller: Caller,
@@ -386,6 +392,7 @@ pub async fn add_api_app(
     Ok(Json(AddApiAppResponse { app_id, details: Details::created(now, &p.org_id), client_id, client_secret }))
 }
 
+#[utoipa::path(put, path = "/projects/{project_id}/apps/{app_id}/api_config", request_body = ApiAppRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn update_api_config(
     State(state): State<AppState>,
     caller: Caller,
@@ -410,7 +417,7 @@ pub async fn update_api_config(
     Ok(Json(DetailsResponse { details: Details::changed(now, &a.org_id) }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OidcConfigView {
     redirect_uris: Vec<String>,
@@ -450,7 +457,7 @@ pub struct OidcConfigView {
     login_version: Option<serde_json::Value>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiConfigView {
     client_id: String,
@@ -458,7 +465,7 @@ pub struct ApiConfigView {
     auth_method_type: ApiAuthMethod,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppView {
     id: String,
@@ -542,11 +549,12 @@ impl From<&App> for AppView {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct GetAppResponse {
     app: AppView,
 }
 
+#[utoipa::path(get, path = "/projects/{project_id}/apps/{app_id}", responses((status = 200, body = GetAppResponse)))]
 pub async fn get_app(
     State(state): State<AppState>,
     caller: Caller,
@@ -558,6 +566,7 @@ pub async fn get_app(
     Ok(Json(GetAppResponse { app: AppView::from(&a) }))
 }
 
+#[utoipa::path(post, path = "/projects/{project_id}/apps/_search", request_body = ListByNameRequest, responses((status = 200, body = ListResponse<AppView>)))]
 pub async fn list_apps(
     State(state): State<AppState>,
     caller: Caller,
@@ -576,6 +585,7 @@ pub async fn list_apps(
     }))
 }
 
+#[utoipa::path(delete, path = "/projects/{project_id}/apps/{app_id}", responses((status = 200, body = DetailsResponse)))]
 pub async fn remove_app(
     State(state): State<AppState>,
     caller: Caller,
@@ -590,16 +600,17 @@ pub async fn remove_app(
     Ok(Json(DetailsResponse { details: Details::changed(now, &a.org_id) }))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AddAppKeyRequest {
     #[serde(rename = "type")]
+    #[schema(required = true, schema_with = crate::management::machine::json_key_type_schema)]
     key_type: KeyType,
     expiration_date: Option<String>,
     public_key: Option<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AddAppKeyResponse {
     id: String,
@@ -608,6 +619,7 @@ pub struct AddAppKeyResponse {
     key_details: Option<String>,
 }
 
+#[utoipa::path(post, path = "/projects/{project_id}/apps/{app_id}/keys", request_body = AddAppKeyRequest, responses((status = 200, body = AddAppKeyResponse)))]
 pub async fn add_key(
     State(state): State<AppState>,
     caller: Caller,
@@ -645,12 +657,13 @@ pub async fn add_key(
     Ok(Json(AddAppKeyResponse { id: key_id, details: Details::created(now, &a.org_id), key_details }))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ListKeysRequest {
     query: ListQuery,
 }
 
+#[utoipa::path(post, path = "/projects/{project_id}/apps/{app_id}/keys/_search", request_body = ListKeysRequest, responses((status = 200, body = ListResponse<KeyView>)))]
 pub async fn list_keys(
     State(state): State<AppState>,
     caller: Caller,
@@ -664,11 +677,13 @@ pub async fn list_keys(
     Ok(Json(paginate(keys, &req.query, state.clock.now(), |k| KeyView::new(k, &a.org_id))?))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = GetAppKeyResponse)]
 pub struct GetKeyResponse {
     key: KeyView,
 }
 
+#[utoipa::path(get, path = "/projects/{project_id}/apps/{app_id}/keys/{key_id}", responses((status = 200, body = GetKeyResponse)))]
 pub async fn get_key(
     State(state): State<AppState>,
     caller: Caller,
@@ -683,6 +698,7 @@ pub async fn get_key(
     Ok(Json(GetKeyResponse { key: KeyView::new(&k, &a.org_id) }))
 }
 
+#[utoipa::path(delete, path = "/projects/{project_id}/apps/{app_id}/keys/{key_id}", responses((status = 200, body = DetailsResponse)))]
 pub async fn remove_key(
     State(state): State<AppState>,
     caller: Caller,

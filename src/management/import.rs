@@ -20,13 +20,13 @@ use crate::login::{codes, i18n};
 use crate::store::user::{Human, IdpLink};
 use crate::store::{Conn, user};
 
-#[derive(Debug, Deserialize, Serialize, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Deserialize, Serialize, Default, Clone, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct HashedPassword {
     pub value: String,
 }
 
-#[derive(Debug, Deserialize, Serialize, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Deserialize, Serialize, Default, Clone, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct IdpInput {
     pub config_id: String,
@@ -35,11 +35,14 @@ pub struct IdpInput {
 }
 
 /// Every field of `ImportHumanUserRequest`.
-#[derive(Debug, Deserialize, Serialize, Default, Clone)]
+#[derive(Debug, Deserialize, Serialize, Default, Clone, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ImportHumanUserRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     pub user_name: String,
+    #[schema(required = true)]
     pub profile: Option<ProfileInput>,
+    #[schema(required = true)]
     pub email: Option<EmailInput>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phone: Option<PhoneInput>,
@@ -154,6 +157,7 @@ pub async fn notify(state: &AppState, c: &mut Conn, user_id: &str) -> ApiResult<
     Ok(())
 }
 
+#[utoipa::path(post, path = "/users/human/_import", request_body = ImportHumanUserRequest, responses((status = 200, body = AddUserResponse)))]
 pub async fn import_human(
     State(state): State<AppState>,
     caller: Caller,

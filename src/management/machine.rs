@@ -21,16 +21,19 @@ use crate::store::key::{self, Owner, Pat, PublicKey};
 use crate::store::user::{Kind, Machine, User};
 use crate::store::{Conn, user};
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AddMachineUserRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     user_name: String,
+    #[schema(required = true, min_length = 1, max_length = 200)]
     name: String,
     description: String,
     access_token_type: AccessTokenType,
     user_id: Option<String>,
 }
 
+#[utoipa::path(post, path = "/users/machine", request_body = AddMachineUserRequest, responses((status = 200, body = AddUserResponse)))]
 pub async fn add_machine(
     State(state): State<AppState>,
     caller: Caller,
@@ -103,14 +106,16 @@ fn require_machine(u: &User) -> ApiResult<&Machine> {
     u.machine().ok_or_else(|| ApiError::precondition("the user is not a machine user").with_id("USER-NotMachine"))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct UpdateMachineRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     name: String,
     description: String,
     access_token_type: AccessTokenType,
 }
 
+#[utoipa::path(put, path = "/users/{user_id}/machine", request_body = UpdateMachineRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn update_machine(
     State(state): State<AppState>,
     caller: Caller,
@@ -130,7 +135,8 @@ pub async fn update_machine(
     Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = MachineSecretResponse)]
 #[serde(rename_all = "camelCase")]
 pub struct SecretResponse {
     client_id: String,
@@ -140,6 +146,7 @@ pub struct SecretResponse {
 
 /// A new client secret for the client_credentials grant; the client id is the user name. The
 /// secret is shown only in this response.
+#[utoipa::path(put, path = "/users/{user_id}/secret", responses((status = 200, body = SecretResponse)))]
 pub async fn generate_secret(
     State(state): State<AppState>,
     caller: Caller,
@@ -156,6 +163,7 @@ pub async fn generate_secret(
     Ok(Json(SecretResponse { client_id: u.username.clone(), client_secret, details: Details::changed(now, &u.org_id) }))
 }
 
+#[utoipa::path(delete, path = "/users/{user_id}/secret", responses((status = 200, body = DetailsResponse)))]
 pub async fn remove_secret(
     State(state): State<AppState>,
     caller: Caller,
@@ -173,13 +181,20 @@ pub async fn remove_secret(
     Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AddKeyRequest {
     #[serde(rename = "type")]
+    #[schema(required = true, schema_with = crate::management::machine::json_key_type_schema)]
     key_type: KeyType,
     expiration_date: Option<String>,
     public_key: Option<String>,
+}
+
+/// The schema of `type` in add-key requests: latch makes JSON keys only.
+pub fn json_key_type_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new().schema_type(Type::String).enum_values(Some([KeyType::Json.name()])).into()
 }
 
 /// The checked parts of an add-key request: expiry and, when the caller brings one, the PEM
@@ -272,7 +287,7 @@ pub async fn store_key(
     Ok((key_id, private_pem))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AddKeyResponse {
     key_id: String,
@@ -281,6 +296,7 @@ pub struct AddKeyResponse {
     details: Details,
 }
 
+#[utoipa::path(post, path = "/users/{user_id}/keys", request_body = AddKeyRequest, responses((status = 200, body = AddKeyResponse)))]
 pub async fn add_key(
     State(state): State<AppState>,
     caller: Caller,
@@ -310,7 +326,7 @@ pub async fn add_key(
     Ok(Json(AddKeyResponse { key_id, key_details, details: Details::created(now, &u.org_id) }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyView {
     id: String,
@@ -332,7 +348,8 @@ impl KeyView {
     }
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = ListMachineKeysOrPatsRequest)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ListRequest {
     query: ListQuery,
@@ -355,6 +372,7 @@ where
     })
 }
 
+#[utoipa::path(post, path = "/users/{user_id}/keys/_search", request_body = ListRequest, responses((status = 200, body = ListResponse<KeyView>)))]
 pub async fn list_keys(
     State(state): State<AppState>,
     caller: Caller,
@@ -368,11 +386,13 @@ pub async fn list_keys(
     Ok(Json(paginate(keys, &req.query, state.clock.now(), |k| KeyView::new(k, &u.org_id))?))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = GetMachineKeyResponse)]
 pub struct GetKeyResponse {
     key: KeyView,
 }
 
+#[utoipa::path(get, path = "/users/{user_id}/keys/{key_id}", responses((status = 200, body = GetKeyResponse)))]
 pub async fn get_key(
     State(state): State<AppState>,
     caller: Caller,
@@ -387,6 +407,7 @@ pub async fn get_key(
     Ok(Json(GetKeyResponse { key: KeyView::new(&k, &u.org_id) }))
 }
 
+#[utoipa::path(delete, path = "/users/{user_id}/keys/{key_id}", responses((status = 200, body = DetailsResponse)))]
 pub async fn remove_key(
     State(state): State<AppState>,
     caller: Caller,
@@ -402,13 +423,13 @@ pub async fn remove_key(
     Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AddPatRequest {
     expiration_date: Option<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AddPatResponse {
     token_id: String,
@@ -417,6 +438,7 @@ pub struct AddPatResponse {
 }
 
 /// A personal access token; shown only in this response, stored as its SHA-256 digest.
+#[utoipa::path(post, path = "/users/{user_id}/pats", request_body = AddPatRequest, responses((status = 200, body = AddPatResponse)))]
 pub async fn add_pat(
     State(state): State<AppState>,
     caller: Caller,
@@ -457,7 +479,7 @@ pub async fn add_pat(
     Ok(Json(AddPatResponse { token_id, token, details: Details::created(now, &u.org_id) }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PatView {
     id: String,
@@ -467,6 +489,7 @@ pub struct PatView {
     scopes: Vec<String>,
 }
 
+#[utoipa::path(post, path = "/users/{user_id}/pats/_search", request_body = ListRequest, responses((status = 200, body = ListResponse<PatView>)))]
 pub async fn list_pats(
     State(state): State<AppState>,
     caller: Caller,
@@ -485,6 +508,7 @@ pub async fn list_pats(
     })?))
 }
 
+#[utoipa::path(delete, path = "/users/{user_id}/pats/{token_id}", responses((status = 200, body = DetailsResponse)))]
 pub async fn remove_pat(
     State(state): State<AppState>,
     caller: Caller,

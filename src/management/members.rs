@@ -14,17 +14,36 @@ use crate::domain::roles::{IAM_ROLES, ORG_ROLES, Permission};
 use crate::store::member::{self, Scope};
 use crate::store::user;
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AddMemberRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     user_id: String,
+    #[schema(required = true, schema_with = org_roles_schema)]
     roles: Vec<String>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct UpdateMemberRequest {
+    #[schema(required = true, schema_with = org_roles_schema)]
     roles: Vec<String>,
+}
+
+/// The schema of `roles` in organization member requests: one or more organization roles.
+pub fn org_roles_schema() -> utoipa::openapi::schema::Schema {
+    roles_schema(ORG_ROLES)
+}
+
+/// The schema of `roles` in instance member requests: one or more instance roles.
+pub fn iam_roles_schema() -> utoipa::openapi::schema::Schema {
+    roles_schema(IAM_ROLES)
+}
+
+fn roles_schema(roles: &[&str]) -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    let item = ObjectBuilder::new().schema_type(Type::String).enum_values(Some(roles.iter().copied()));
+    ArrayBuilder::new().items(item).min_items(Some(1)).into()
 }
 
 pub fn check_roles(req: &str, roles: &[String], allowed: &[&str]) -> ApiResult<Vec<String>> {
@@ -121,6 +140,7 @@ pub async fn list(
     Ok(Json(paginate(rows, query, state.clock.now(), |(m, u)| MemberView::new(m, u, scope_id))?))
 }
 
+#[utoipa::path(post, path = "/orgs/me/members", request_body = AddMemberRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn add_org_member(
     State(state): State<AppState>,
     caller: Caller,
@@ -130,6 +150,7 @@ pub async fn add_org_member(
     add(&state, Scope::Org, &caller.org_id, "AddOrgMemberRequest", &req.user_id, &req.roles).await
 }
 
+#[utoipa::path(put, path = "/orgs/me/members/{user_id}", request_body = UpdateMemberRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn update_org_member(
     State(state): State<AppState>,
     caller: Caller,
@@ -140,6 +161,7 @@ pub async fn update_org_member(
     update(&state, Scope::Org, &caller.org_id, "UpdateOrgMemberRequest", &user_id, &req.roles).await
 }
 
+#[utoipa::path(delete, path = "/orgs/me/members/{user_id}", responses((status = 200, body = DetailsResponse)))]
 pub async fn remove_org_member(
     State(state): State<AppState>,
     caller: Caller,
@@ -149,12 +171,13 @@ pub async fn remove_org_member(
     remove(&state, Scope::Org, &caller.org_id, &user_id).await
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ListMembersRequest {
     query: ListQuery,
 }
 
+#[utoipa::path(post, path = "/orgs/me/members/_search", request_body = ListMembersRequest, responses((status = 200, body = ListResponse<MemberView>)))]
 pub async fn list_org_members(
     State(state): State<AppState>,
     caller: Caller,
@@ -164,11 +187,12 @@ pub async fn list_org_members(
     list(&state, Scope::Org, &caller.org_id, &req.query).await
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct RolesResponse {
     result: Vec<&'static str>,
 }
 
+#[utoipa::path(post, path = "/orgs/members/roles/_search", responses((status = 200, body = RolesResponse)))]
 pub async fn list_org_member_roles(caller: Caller) -> ApiResult<Json<RolesResponse>> {
     caller.require(Permission::OrgMemberRead)?;
     Ok(Json(RolesResponse { result: ORG_ROLES.to_vec() }))

@@ -11,69 +11,131 @@ pub mod projects;
 pub mod users;
 pub mod views;
 
-use axum::Router;
-use axum::routing::{delete, get, post, put};
+use crate::api::routes::Table;
 
-use crate::app::AppState;
-
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/orgs", post(orgs::add_org))
-        .route("/orgs/me", get(orgs::get_my_org).put(orgs::update_org))
-        .route("/orgs/me/domains", post(orgs::add_domain))
-        .route("/orgs/me/domains/_search", post(orgs::list_domains))
-        .route("/orgs/me/domains/{domain}", delete(orgs::remove_domain))
-        .route("/orgs/me/domains/{domain}/_set_primary", post(orgs::set_primary_domain))
-        .route("/orgs/me/members", post(members::add_org_member))
-        .route("/orgs/me/members/_search", post(members::list_org_members))
-        .route("/orgs/me/members/{user_id}", put(members::update_org_member).delete(members::remove_org_member))
-        .route("/orgs/members/roles/_search", post(members::list_org_member_roles))
-        .route("/users/human", post(users::add_human))
-        .route("/users/human/_import", post(import::import_human))
-        .route("/users/_search", post(users::list))
-        .route("/users/{user_id}", get(users::get).delete(users::remove))
-        .route("/users/{user_id}/_deactivate", post(users::deactivate))
-        .route("/users/{user_id}/_reactivate", post(users::reactivate))
-        .route("/users/{user_id}/_lock", post(users::lock))
-        .route("/users/{user_id}/_unlock", post(users::unlock))
-        .route("/users/{user_id}/password", post(users::set_password))
-        .route("/users/{user_id}/email", get(users::get_email).put(users::update_email))
-        .route("/users/{user_id}/profile", put(users::update_profile))
-        .route("/users/{user_id}/grants", post(projects::add_user_grant))
-        .route("/users/machine", post(machine::add_machine))
-        .route("/users/{user_id}/machine", put(machine::update_machine))
-        .route("/users/{user_id}/secret", put(machine::generate_secret).delete(machine::remove_secret))
-        .route("/users/{user_id}/keys", post(machine::add_key))
-        .route("/users/{user_id}/keys/_search", post(machine::list_keys))
-        .route("/users/{user_id}/keys/{key_id}", get(machine::get_key).delete(machine::remove_key))
-        .route("/users/{user_id}/pats", post(machine::add_pat))
-        .route("/users/{user_id}/pats/_search", post(machine::list_pats))
-        .route("/users/{user_id}/pats/{token_id}", delete(machine::remove_pat))
-        .route("/projects", post(projects::add_project))
-        .route("/projects/_search", post(projects::list_projects))
-        .route(
-            "/projects/{project_id}",
-            get(projects::get_project).put(projects::update_project).delete(projects::remove_project),
-        )
-        .route("/projects/{project_id}/roles", post(projects::add_role))
-        .route("/projects/{project_id}/roles/_bulk", post(projects::bulk_add_roles))
-        .route("/projects/{project_id}/roles/_search", post(projects::list_roles))
-        .route("/projects/{project_id}/apps/oidc", post(apps::add_oidc_app))
-        .route("/projects/{project_id}/apps/api", post(apps::add_api_app))
-        .route("/projects/{project_id}/apps/_search", post(apps::list_apps))
-        .route("/projects/{project_id}/apps/{app_id}", get(apps::get_app).delete(apps::remove_app))
-        .route("/projects/{project_id}/apps/{app_id}/oidc_config", put(apps::update_oidc_config))
-        .route(
-            "/projects/{project_id}/apps/{app_id}/oidc_config/_generate_client_secret",
-            post(apps::generate_oidc_secret),
-        )
-        .route("/projects/{project_id}/apps/{app_id}/api_config", put(apps::update_api_config))
-        .route(
-            "/projects/{project_id}/apps/{app_id}/api_config/_generate_client_secret",
-            post(apps::generate_api_secret),
-        )
-        .route("/projects/{project_id}/apps/{app_id}/keys", post(apps::add_key))
-        .route("/projects/{project_id}/apps/{app_id}/keys/_search", post(apps::list_keys))
-        .route("/projects/{project_id}/apps/{app_id}/keys/{key_id}", get(apps::get_key).delete(apps::remove_key))
-        .fallback(crate::api::error::not_found)
+/// The operations of `/management/v1`.
+pub fn api() -> Table {
+    Table::new("/management/v1")
+        .post("/orgs", orgs::add_org)
+        .get("/orgs/me", orgs::get_my_org)
+        .put("/orgs/me", orgs::update_org)
+        .post("/orgs/me/domains", orgs::add_domain)
+        .post("/orgs/me/domains/_search", orgs::list_domains)
+        .delete("/orgs/me/domains/{domain}", orgs::remove_domain)
+        .post("/orgs/me/domains/{domain}/_set_primary", orgs::set_primary_domain)
+        .post("/orgs/me/members", members::add_org_member)
+        .post("/orgs/me/members/_search", members::list_org_members)
+        .put("/orgs/me/members/{user_id}", members::update_org_member)
+        .delete("/orgs/me/members/{user_id}", members::remove_org_member)
+        .post("/orgs/members/roles/_search", members::list_org_member_roles)
+        .post("/users/human", users::add_human)
+        .post("/users/human/_import", import::import_human)
+        .post("/users/_search", users::list)
+        .get("/users/{user_id}", users::get)
+        .delete("/users/{user_id}", users::remove)
+        .post("/users/{user_id}/_deactivate", users::deactivate)
+        .post("/users/{user_id}/_reactivate", users::reactivate)
+        .post("/users/{user_id}/_lock", users::lock)
+        .post("/users/{user_id}/_unlock", users::unlock)
+        .post("/users/{user_id}/password", users::set_password)
+        .get("/users/{user_id}/email", users::get_email)
+        .put("/users/{user_id}/email", users::update_email)
+        .put("/users/{user_id}/profile", users::update_profile)
+        .post("/users/{user_id}/grants", projects::add_user_grant)
+        .post("/users/machine", machine::add_machine)
+        .put("/users/{user_id}/machine", machine::update_machine)
+        .put("/users/{user_id}/secret", machine::generate_secret)
+        .delete("/users/{user_id}/secret", machine::remove_secret)
+        .post("/users/{user_id}/keys", machine::add_key)
+        .post("/users/{user_id}/keys/_search", machine::list_keys)
+        .get("/users/{user_id}/keys/{key_id}", machine::get_key)
+        .delete("/users/{user_id}/keys/{key_id}", machine::remove_key)
+        .post("/users/{user_id}/pats", machine::add_pat)
+        .post("/users/{user_id}/pats/_search", machine::list_pats)
+        .delete("/users/{user_id}/pats/{token_id}", machine::remove_pat)
+        .post("/projects", projects::add_project)
+        .post("/projects/_search", projects::list_projects)
+        .get("/projects/{project_id}", projects::get_project)
+        .put("/projects/{project_id}", projects::update_project)
+        .delete("/projects/{project_id}", projects::remove_project)
+        .post("/projects/{project_id}/roles", projects::add_role)
+        .post("/projects/{project_id}/roles/_bulk", projects::bulk_add_roles)
+        .post("/projects/{project_id}/roles/_search", projects::list_roles)
+        .post("/projects/{project_id}/apps/oidc", apps::add_oidc_app)
+        .post("/projects/{project_id}/apps/api", apps::add_api_app)
+        .post("/projects/{project_id}/apps/_search", apps::list_apps)
+        .get("/projects/{project_id}/apps/{app_id}", apps::get_app)
+        .delete("/projects/{project_id}/apps/{app_id}", apps::remove_app)
+        .put("/projects/{project_id}/apps/{app_id}/oidc_config", apps::update_oidc_config)
+        .post("/projects/{project_id}/apps/{app_id}/oidc_config/_generate_client_secret", apps::generate_oidc_secret)
+        .put("/projects/{project_id}/apps/{app_id}/api_config", apps::update_api_config)
+        .post("/projects/{project_id}/apps/{app_id}/api_config/_generate_client_secret", apps::generate_api_secret)
+        .post("/projects/{project_id}/apps/{app_id}/keys", apps::add_key)
+        .post("/projects/{project_id}/apps/{app_id}/keys/_search", apps::list_keys)
+        .get("/projects/{project_id}/apps/{app_id}/keys/{key_id}", apps::get_key)
+        .delete("/projects/{project_id}/apps/{app_id}/keys/{key_id}", apps::remove_key)
 }
+
+/// Their description: every handler of [`api`] is listed here.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(
+    orgs::add_org,
+    orgs::get_my_org,
+    orgs::update_org,
+    orgs::add_domain,
+    orgs::list_domains,
+    orgs::remove_domain,
+    orgs::set_primary_domain,
+    members::add_org_member,
+    members::list_org_members,
+    members::update_org_member,
+    members::remove_org_member,
+    members::list_org_member_roles,
+    users::add_human,
+    import::import_human,
+    users::list,
+    users::get,
+    users::remove,
+    users::deactivate,
+    users::reactivate,
+    users::lock,
+    users::unlock,
+    users::set_password,
+    users::get_email,
+    users::update_email,
+    users::update_profile,
+    projects::add_user_grant,
+    machine::add_machine,
+    machine::update_machine,
+    machine::generate_secret,
+    machine::remove_secret,
+    machine::add_key,
+    machine::list_keys,
+    machine::get_key,
+    machine::remove_key,
+    machine::add_pat,
+    machine::list_pats,
+    machine::remove_pat,
+    projects::add_project,
+    projects::list_projects,
+    projects::get_project,
+    projects::update_project,
+    projects::remove_project,
+    projects::add_role,
+    projects::bulk_add_roles,
+    projects::list_roles,
+    apps::add_oidc_app,
+    apps::add_api_app,
+    apps::list_apps,
+    apps::get_app,
+    apps::remove_app,
+    apps::update_oidc_config,
+    apps::generate_oidc_secret,
+    apps::update_api_config,
+    apps::generate_api_secret,
+    apps::add_key,
+    apps::list_keys,
+    apps::get_key,
+    apps::remove_key,
+))]
+pub struct Doc;

@@ -15,13 +15,14 @@ use crate::domain::validate::{self, slug};
 use crate::id::new_id;
 use crate::store::{Conn, member, org};
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AddOrgRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     name: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AddOrgResponse {
     id: String,
@@ -80,6 +81,7 @@ pub async fn create_org(
     Ok(org_id)
 }
 
+#[utoipa::path(post, path = "/orgs", request_body = AddOrgRequest, responses((status = 200, body = AddOrgResponse)))]
 pub async fn add_org(
     State(state): State<AppState>,
     caller: Caller,
@@ -96,7 +98,7 @@ pub async fn add_org(
     Ok(Json(AddOrgResponse { details: Details::created(now, &org_id), id: org_id }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct GetOrgResponse {
     pub org: OrgView,
 }
@@ -106,12 +108,14 @@ pub async fn load_org(state: &AppState, org_id: &str) -> ApiResult<org::Org> {
     org::get(&mut c, org_id).await?.ok_or_else(|| ApiError::not_found("organization not found").with_id("ORG-NotFound"))
 }
 
+#[utoipa::path(get, path = "/orgs/me", responses((status = 200, body = GetOrgResponse)))]
 pub async fn get_my_org(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<GetOrgResponse>> {
     caller.require(Permission::OrgRead)?;
     let o = load_org(&state, &caller.org_id).await?;
     Ok(Json(GetOrgResponse { org: OrgView::from(&o) }))
 }
 
+#[utoipa::path(put, path = "/orgs/me", request_body = AddOrgRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn update_org(
     State(state): State<AppState>,
     caller: Caller,
@@ -135,12 +139,14 @@ pub async fn update_org(
     Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AddDomainRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     domain: String,
 }
 
+#[utoipa::path(post, path = "/orgs/me/domains", request_body = AddDomainRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn add_domain(
     State(state): State<AppState>,
     caller: Caller,
@@ -176,7 +182,7 @@ pub async fn add_domain(
     Ok(Json(DetailsResponse { details: Details::created(now, &caller.org_id) }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DomainView {
     org_id: String,
@@ -190,12 +196,14 @@ pub struct DomainView {
     validation_type: DomainValidationType,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = ListOrgDomainsRequest)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ListRequest {
     query: ListQuery,
 }
 
+#[utoipa::path(post, path = "/orgs/me/domains/_search", request_body = ListRequest, responses((status = 200, body = ListResponse<DomainView>)))]
 pub async fn list_domains(
     State(state): State<AppState>,
     caller: Caller,
@@ -222,6 +230,7 @@ pub async fn list_domains(
     Ok(Json(ListResponse { details: ListDetails::new(total, state.clock.now()), sorting_column: None, result }))
 }
 
+#[utoipa::path(post, path = "/orgs/me/domains/{domain}/_set_primary", responses((status = 200, body = DetailsResponse)))]
 pub async fn set_primary_domain(
     State(state): State<AppState>,
     caller: Caller,
@@ -246,6 +255,7 @@ pub async fn set_primary_domain(
     Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
 }
 
+#[utoipa::path(delete, path = "/orgs/me/domains/{domain}", responses((status = 200, body = DetailsResponse)))]
 pub async fn remove_domain(
     State(state): State<AppState>,
     caller: Caller,

@@ -17,9 +17,10 @@ use crate::id::new_id;
 use crate::store::project::{self, Project, ProjectRole, UserGrant};
 use crate::store::{Conn, StoreError};
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ProjectRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     name: String,
     project_role_assertion: bool,
     project_role_check: bool,
@@ -27,13 +28,14 @@ pub struct ProjectRequest {
     private_labeling_setting: PrivateLabelingSetting,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AddProjectResponse {
     id: String,
     details: Details,
 }
 
+#[utoipa::path(post, path = "/projects", request_body = ProjectRequest, responses((status = 200, body = AddProjectResponse)))]
 pub async fn add_project(
     State(state): State<AppState>,
     caller: Caller,
@@ -75,7 +77,7 @@ pub async fn load_project(c: &mut Conn, caller: &Caller, project_id: &str) -> Ap
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProjectView {
     id: String,
@@ -108,11 +110,12 @@ impl From<&Project> for ProjectView {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct GetProjectResponse {
     project: ProjectView,
 }
 
+#[utoipa::path(get, path = "/projects/{project_id}", responses((status = 200, body = GetProjectResponse)))]
 pub async fn get_project(
     State(state): State<AppState>,
     caller: Caller,
@@ -124,6 +127,7 @@ pub async fn get_project(
     Ok(Json(GetProjectResponse { project: ProjectView::from(&p) }))
 }
 
+#[utoipa::path(put, path = "/projects/{project_id}", request_body = ProjectRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn update_project(
     State(state): State<AppState>,
     caller: Caller,
@@ -150,6 +154,7 @@ pub async fn update_project(
     Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
 }
 
+#[utoipa::path(delete, path = "/projects/{project_id}", responses((status = 200, body = DetailsResponse)))]
 pub async fn remove_project(
     State(state): State<AppState>,
     caller: Caller,
@@ -164,20 +169,20 @@ pub async fn remove_project(
     Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
 }
 
-#[derive(Deserialize, Default, Clone)]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct NameQuery {
     name: String,
     method: TextQueryMethod,
 }
 
-#[derive(Deserialize, Default, Clone)]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct NameQueries {
     name_query: Option<NameQuery>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ListByNameRequest {
     query: ListQuery,
@@ -199,6 +204,7 @@ impl ListByNameRequest {
     }
 }
 
+#[utoipa::path(post, path = "/projects/_search", request_body = ListByNameRequest, responses((status = 200, body = ListResponse<ProjectView>)))]
 pub async fn list_projects(
     State(state): State<AppState>,
     caller: Caller,
@@ -215,11 +221,13 @@ pub async fn list_projects(
     }))
 }
 
-#[derive(Deserialize, Default, Clone)]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct RoleInput {
     #[serde(alias = "key")]
+    #[schema(required = true, min_length = 1, max_length = 200)]
     role_key: String,
+    #[schema(required = true, min_length = 1, max_length = 200)]
     display_name: String,
     group: String,
 }
@@ -267,6 +275,7 @@ async fn insert_roles(
     Ok(Json(DetailsResponse { details: Details::created(now, &caller.org_id) }))
 }
 
+#[utoipa::path(post, path = "/projects/{project_id}/roles", request_body = RoleInput, responses((status = 200, body = DetailsResponse)))]
 pub async fn add_role(
     State(state): State<AppState>,
     caller: Caller,
@@ -278,12 +287,14 @@ pub async fn add_role(
     insert_roles(&state, &caller, &project_id, &[req]).await
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct BulkRolesRequest {
+    #[schema(required = true, min_items = 1)]
     roles: Vec<RoleInput>,
 }
 
+#[utoipa::path(post, path = "/projects/{project_id}/roles/_bulk", request_body = BulkRolesRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn bulk_add_roles(
     State(state): State<AppState>,
     caller: Caller,
@@ -300,7 +311,7 @@ pub async fn bulk_add_roles(
     insert_roles(&state, &caller, &project_id, &req.roles).await
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RoleView {
     key: String,
@@ -310,6 +321,7 @@ pub struct RoleView {
     group: String,
 }
 
+#[utoipa::path(post, path = "/projects/{project_id}/roles/_search", request_body = ListByNameRequest, responses((status = 200, body = ListResponse<RoleView>)))]
 pub async fn list_roles(
     State(state): State<AppState>,
     caller: Caller,
@@ -329,21 +341,23 @@ pub async fn list_roles(
     Ok(Json(list))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AddUserGrantRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     project_id: String,
     project_grant_id: String,
     role_keys: Vec<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AddUserGrantResponse {
     user_grant_id: String,
     details: Details,
 }
 
+#[utoipa::path(post, path = "/users/{user_id}/grants", request_body = AddUserGrantRequest, responses((status = 200, body = AddUserGrantResponse)))]
 pub async fn add_user_grant(
     State(state): State<AppState>,
     caller: Caller,

@@ -20,10 +20,12 @@ use crate::store::{Conn, setting, user};
 /// The longest password accepted (a bound against hashing abuse, not a policy).
 pub const MAX_PASSWORD: usize = 256;
 
-#[derive(Debug, Deserialize, Serialize, Default, Clone)]
+#[derive(Debug, Deserialize, Serialize, Default, Clone, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ProfileInput {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     pub first_name: String,
+    #[schema(required = true, min_length = 1, max_length = 200)]
     pub last_name: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub nick_name: String,
@@ -35,15 +37,16 @@ pub struct ProfileInput {
     pub gender: Gender,
 }
 
-#[derive(Debug, Deserialize, Serialize, Default, Clone)]
+#[derive(Debug, Deserialize, Serialize, Default, Clone, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct EmailInput {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     pub email: String,
     #[serde(skip_serializing_if = "crate::api::types::is_false")]
     pub is_email_verified: bool,
 }
 
-#[derive(Debug, Deserialize, Serialize, Default, Clone)]
+#[derive(Debug, Deserialize, Serialize, Default, Clone, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct PhoneInput {
     pub phone: String,
@@ -52,11 +55,14 @@ pub struct PhoneInput {
 }
 
 /// The fields every way of creating a human user shares.
-#[derive(Deserialize, Default, Clone)]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct HumanInput {
+    #[schema(required = true, min_length = 1, max_length = 200)]
     pub user_name: String,
+    #[schema(required = true)]
     pub profile: Option<ProfileInput>,
+    #[schema(required = true)]
     pub email: Option<EmailInput>,
     pub phone: Option<PhoneInput>,
     /// `AddHumanUserRequest.initialPassword`.
@@ -182,13 +188,14 @@ pub async fn insert_human(
     Ok(user_id)
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AddUserResponse {
     pub user_id: String,
     pub details: Details,
 }
 
+#[utoipa::path(post, path = "/users/human", request_body = HumanInput, responses((status = 200, body = AddUserResponse)))]
 pub async fn add_human(
     State(state): State<AppState>,
     caller: Caller,
@@ -222,11 +229,12 @@ pub fn require_human(u: &User) -> ApiResult<&Human> {
     u.human().ok_or_else(|| ApiError::precondition("the user is not a human user").with_id("USER-NotHuman"))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct GetUserResponse {
     user: UserView,
 }
 
+#[utoipa::path(get, path = "/users/{user_id}", responses((status = 200, body = GetUserResponse)))]
 pub async fn get(
     State(state): State<AppState>,
     caller: Caller,
@@ -238,7 +246,7 @@ pub async fn get(
     Ok(Json(GetUserResponse { user: UserView::from(&u) }))
 }
 
-#[derive(Deserialize, Default, Clone)]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct TextQuery {
     #[serde(
@@ -254,39 +262,41 @@ pub struct TextQuery {
     method: TextQueryMethod,
 }
 
-#[derive(Deserialize, Default, Clone)]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct StateQuery {
     state: UserState,
 }
 
-#[derive(Deserialize, Default, Clone)]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct TypeQuery {
     #[serde(rename = "type")]
     kind: UserType,
 }
 
-#[derive(Deserialize, Default, Clone)]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct IdsQuery {
     user_ids: Vec<String>,
 }
 
-#[derive(Deserialize, Default, Clone)]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct QueriesQuery {
+    #[schema(no_recursion)]
     queries: Vec<SearchQuery>,
 }
 
-#[derive(Deserialize, Default, Clone)]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct NotQuery {
+    #[schema(no_recursion)]
     query: Option<Box<SearchQuery>>,
 }
 
 /// One element of `queries`: exactly one member is set.
-#[derive(Deserialize, Default, Clone)]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SearchQuery {
     user_name_query: Option<TextQuery>,
@@ -364,7 +374,7 @@ impl SearchQuery {
     }
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ListUsersRequest {
     query: ListQuery,
@@ -372,6 +382,7 @@ pub struct ListUsersRequest {
     queries: Vec<SearchQuery>,
 }
 
+#[utoipa::path(post, path = "/users/_search", request_body = ListUsersRequest, responses((status = 200, body = ListResponse<UserView>)))]
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -411,6 +422,7 @@ async fn change_state(
     Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
 }
 
+#[utoipa::path(post, path = "/users/{user_id}/_deactivate", responses((status = 200, body = DetailsResponse)))]
 pub async fn deactivate(
     State(state): State<AppState>,
     caller: Caller,
@@ -420,6 +432,7 @@ pub async fn deactivate(
         .await
 }
 
+#[utoipa::path(post, path = "/users/{user_id}/_reactivate", responses((status = 200, body = DetailsResponse)))]
 pub async fn reactivate(
     State(state): State<AppState>,
     caller: Caller,
@@ -428,6 +441,7 @@ pub async fn reactivate(
     change_state(&state, &caller, &user_id, &[UserState::Inactive], UserState::Active, "reactivated").await
 }
 
+#[utoipa::path(post, path = "/users/{user_id}/_lock", responses((status = 200, body = DetailsResponse)))]
 pub async fn lock(
     State(state): State<AppState>,
     caller: Caller,
@@ -436,6 +450,7 @@ pub async fn lock(
     change_state(&state, &caller, &user_id, &[UserState::Active, UserState::Initial], UserState::Locked, "locked").await
 }
 
+#[utoipa::path(post, path = "/users/{user_id}/_unlock", responses((status = 200, body = DetailsResponse)))]
 pub async fn unlock(
     State(state): State<AppState>,
     caller: Caller,
@@ -444,6 +459,7 @@ pub async fn unlock(
     change_state(&state, &caller, &user_id, &[UserState::Locked], UserState::Active, "unlocked").await
 }
 
+#[utoipa::path(delete, path = "/users/{user_id}", responses((status = 200, body = DetailsResponse)))]
 pub async fn remove(
     State(state): State<AppState>,
     caller: Caller,
@@ -458,13 +474,14 @@ pub async fn remove(
     Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SetPasswordRequest {
     password: String,
     no_change_required: bool,
 }
 
+#[utoipa::path(post, path = "/users/{user_id}/password", request_body = SetPasswordRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn set_password(
     State(state): State<AppState>,
     caller: Caller,
@@ -486,12 +503,13 @@ pub async fn set_password(
     Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct GetEmailResponse {
     details: Details,
     email: EmailView,
 }
 
+#[utoipa::path(get, path = "/users/{user_id}/email", responses((status = 200, body = GetEmailResponse)))]
 pub async fn get_email(
     State(state): State<AppState>,
     caller: Caller,
@@ -507,6 +525,7 @@ pub async fn get_email(
     }))
 }
 
+#[utoipa::path(put, path = "/users/{user_id}/email", request_body = EmailInput, responses((status = 200, body = DetailsResponse)))]
 pub async fn update_email(
     State(state): State<AppState>,
     caller: Caller,
@@ -527,6 +546,7 @@ pub async fn update_email(
     Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
 }
 
+#[utoipa::path(put, path = "/users/{user_id}/profile", request_body = ProfileInput, responses((status = 200, body = DetailsResponse)))]
 pub async fn update_profile(
     State(state): State<AppState>,
     caller: Caller,

@@ -9,7 +9,7 @@ use crate::store::member::Member;
 use crate::store::org::Org;
 use crate::store::user::User;
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OrgView {
     pub id: String,
@@ -33,7 +33,7 @@ impl From<&Org> for OrgView {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProfileView {
     pub first_name: String,
@@ -48,7 +48,7 @@ pub struct ProfileView {
     pub gender: Gender,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EmailView {
     pub email: String,
@@ -56,7 +56,7 @@ pub struct EmailView {
     pub is_email_verified: bool,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PhoneView {
     pub phone: String,
@@ -64,7 +64,7 @@ pub struct PhoneView {
     pub is_phone_verified: bool,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HumanView {
     pub profile: ProfileView,
@@ -75,7 +75,7 @@ pub struct HumanView {
     pub password_changed: Option<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MachineView {
     pub name: String,
@@ -87,7 +87,7 @@ pub struct MachineView {
     pub access_token_type: AccessTokenType,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserView {
     pub id: String,
@@ -138,7 +138,7 @@ impl From<&User> for UserView {
 }
 
 /// A member of the instance or an organization, with the member user's main fields.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MemberView {
     pub user_id: String,

@@ -2,8 +2,8 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::api::error::ApiResult;
 use crate::api::types::ts;
@@ -13,36 +13,72 @@ use crate::domain::roles::Permission;
 use crate::domain::settings::Features;
 use crate::store::setting::{self, INSTANCE};
 
-fn flag(v: Option<bool>) -> Value {
+/// A feature flag and where its value comes from.
+#[derive(Serialize, ToSchema)]
+pub struct Flag {
+    enabled: bool,
+    #[schema(value_type = String, example = "SOURCE_INSTANCE")]
+    source: &'static str,
+}
+
+fn flag(v: Option<bool>) -> Flag {
     match v {
-        Some(b) => json!({"enabled": b, "source": "SOURCE_INSTANCE"}),
-        None => json!({"enabled": false, "source": "SOURCE_SYSTEM"}),
+        Some(b) => Flag { enabled: b, source: "SOURCE_INSTANCE" },
+        None => Flag { enabled: false, source: "SOURCE_SYSTEM" },
     }
 }
 
-pub async fn get(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<Value>> {
-    let mut c = state.db.conn().await?;
-    let l = setting::load::<Features>(&mut c, INSTANCE).await?;
-    let changed = l.times.map(|t| ts(t.1));
-    Ok(Json(json!({
-        "details": {"changeDate": changed, "resourceOwner": ""},
-        "oidcTokenExchange": flag(l.value.oidc_token_exchange),
-        "enableBackChannelLogout": flag(l.value.enable_back_channel_logout),
-    })))
+/// `details` of the feature calls: the change date is null while no flag was ever set.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FeatureDetails {
+    change_date: Option<String>,
+    resource_owner: String,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceFeaturesResponse {
+    details: FeatureDetails,
+    oidc_token_exchange: Flag,
+    enable_back_channel_logout: Flag,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SetFeaturesResponse {
+    details: FeatureDetails,
+}
+
+fn changed(now: i64) -> Json<SetFeaturesResponse> {
+    Json(SetFeaturesResponse { details: FeatureDetails { change_date: Some(ts(now)), resource_owner: String::new() } })
+}
+
+/// The instance's feature flags.
+#[utoipa::path(get, path = "/features/instance", responses((status = 200, body = InstanceFeaturesResponse)))]
+pub async fn get(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<InstanceFeaturesResponse>> {
+    let mut c = state.db.conn().await?;
+    let l = setting::load::<Features>(&mut c, INSTANCE).await?;
+    Ok(Json(InstanceFeaturesResponse {
+        details: FeatureDetails { change_date: l.times.map(|t| ts(t.1)), resource_owner: String::new() },
+        oidc_token_exchange: flag(l.value.oidc_token_exchange),
+        enable_back_channel_logout: flag(l.value.enable_back_channel_logout),
+    }))
+}
+
+#[derive(Deserialize, Default, serde::Serialize, ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SetRequest {
     oidc_token_exchange: Option<bool>,
     enable_back_channel_logout: Option<bool>,
 }
 
+/// Sets the flags given; flags left out keep their value.
+#[utoipa::path(put, path = "/features/instance", request_body = SetRequest, responses((status = 200, body = SetFeaturesResponse)))]
 pub async fn set(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(req): ApiJson<SetRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SetFeaturesResponse>> {
     caller.require(Permission::FeatureWrite)?;
     let now = state.clock.now();
     let mut c = state.db.conn().await?;
@@ -54,13 +90,15 @@ pub async fn set(
         f.enable_back_channel_logout = req.enable_back_channel_logout;
     }
     setting::save(&mut c, INSTANCE, &f, now).await?;
-    Ok(Json(json!({"details": {"changeDate": ts(now), "resourceOwner": ""}})))
+    Ok(changed(now))
 }
 
-pub async fn reset(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Value>> {
+/// Returns every flag to the system default.
+#[utoipa::path(delete, path = "/features/instance", responses((status = 200, body = SetFeaturesResponse)))]
+pub async fn reset(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<SetFeaturesResponse>> {
     caller.require(Permission::FeatureWrite)?;
     let now = state.clock.now();
     let mut c = state.db.conn().await?;
     setting::reset::<Features>(&mut c, INSTANCE).await?;
-    Ok(Json(json!({"details": {"changeDate": ts(now), "resourceOwner": ""}})))
+    Ok(changed(now))
 }

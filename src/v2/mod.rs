@@ -3,15 +3,29 @@
 pub mod features;
 pub mod web_keys;
 
-use axum::Router;
-use axum::routing::{delete, get, post};
+use crate::api::routes::Table;
 
-use crate::app::AppState;
-
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v2/web_keys", get(web_keys::list).post(web_keys::create))
-        .route("/v2/web_keys/{id}/_activate", post(web_keys::activate))
-        .route("/v2/web_keys/{id}", delete(web_keys::remove))
-        .route("/v2/features/instance", get(features::get).put(features::set).delete(features::reset))
+/// The operations of `/v2`.
+pub fn api() -> Table {
+    Table::new("/v2")
+        .get("/web_keys", web_keys::list)
+        .post("/web_keys", web_keys::create)
+        .post("/web_keys/{id}/_activate", web_keys::activate)
+        .delete("/web_keys/{id}", web_keys::remove)
+        .get("/features/instance", features::get)
+        .put("/features/instance", features::set)
+        .delete("/features/instance", features::reset)
 }
+
+/// Their description: every handler of [`api`] is listed here.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(
+    web_keys::list,
+    web_keys::create,
+    web_keys::activate,
+    web_keys::remove,
+    features::get,
+    features::set,
+    features::reset
+))]
+pub struct Doc;

@@ -4,7 +4,8 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::api::error::ApiResult;
 use crate::api::types::ts;
@@ -22,28 +23,48 @@ fn key_error(e: KeyError) -> ApiError {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WebKeyView {
     id: String,
     creation_date: String,
     change_date: String,
+    #[schema(value_type = String, example = "STATE_ACTIVE")]
     state: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    rsa: Option<Value>,
+    rsa: Option<RsaView>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    ecdsa: Option<Value>,
+    ecdsa: Option<EcdsaView>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    ed25519: Option<Value>,
+    ed25519: Option<Ed25519View>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
+pub struct RsaView {
+    #[schema(example = "RSA_BITS_2048")]
+    bits: String,
+    #[schema(value_type = String, example = "RSA_HASHER_SHA256")]
+    hasher: &'static str,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EcdsaView {
+    #[schema(value_type = String, example = "ECDSA_CURVE_P256")]
+    curve: &'static str,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Ed25519View {}
+
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ListResponse {
+pub struct ListWebKeysResponse {
     web_keys: Vec<WebKeyView>,
 }
 
-pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<ListResponse>> {
+/// The signing keys: published, active and retired.
+#[utoipa::path(get, path = "/web_keys", responses((status = 200, body = ListWebKeysResponse)))]
+pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<ListWebKeysResponse>> {
     caller.require(Permission::WebKeyRead)?;
     state.keys.reload().await.map_err(key_error)?;
     let set = state.keys.current();
@@ -53,11 +74,11 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Js
         .iter()
         .map(|k| {
             let (rsa, ecdsa, ed25519) = match k.spec.as_str() {
-                "ecdsa-p256" => (None, Some(json!({"curve": "ECDSA_CURVE_P256"})), None),
-                "ed25519" => (None, None, Some(json!({}))),
+                "ecdsa-p256" => (None, Some(EcdsaView { curve: "ECDSA_CURVE_P256" }), None),
+                "ed25519" => (None, None, Some(Ed25519View {})),
                 other => {
                     let bits = other.trim_start_matches("rsa-");
-                    (Some(json!({"bits": format!("RSA_BITS_{bits}"), "hasher": "RSA_HASHER_SHA256"})), None, None)
+                    (Some(RsaView { bits: format!("RSA_BITS_{bits}"), hasher: "RSA_HASHER_SHA256" }), None, None)
                 }
             };
             WebKeyView {
@@ -75,31 +96,33 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Js
             }
         })
         .collect();
-    Ok(Json(ListResponse { web_keys }))
+    Ok(Json(ListWebKeysResponse { web_keys }))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, ToSchema)]
 #[serde(default, rename_all = "camelCase")]
-pub struct RsaInput {
+pub struct RsaKeyInput {
     bits: Option<String>,
     hasher: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, serde::Serialize, ToSchema)]
 #[serde(default, rename_all = "camelCase")]
-pub struct EcdsaInput {
+pub struct EcdsaKeyInput {
     curve: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
+/// At most one of `rsa`, `ecdsa` and `ed25519`; none means RSA 2048.
+#[derive(Deserialize, Default, serde::Serialize, ToSchema)]
 #[serde(default, rename_all = "camelCase")]
-pub struct CreateRequest {
-    rsa: Option<RsaInput>,
-    ecdsa: Option<EcdsaInput>,
-    ed25519: Option<Value>,
+pub struct CreateWebKeyRequest {
+    rsa: Option<RsaKeyInput>,
+    ecdsa: Option<EcdsaKeyInput>,
+    #[schema(value_type = Option<Object>)]
+    ed25519: Option<serde_json::Map<String, Value>>,
 }
 
-impl CreateRequest {
+impl CreateWebKeyRequest {
     fn spec(&self) -> ApiResult<KeySpec> {
         let chosen = [self.rsa.is_some(), self.ecdsa.is_some(), self.ed25519.is_some()].iter().filter(|b| **b).count();
         if chosen > 1 {
@@ -141,21 +164,42 @@ impl CreateRequest {
     }
 }
 
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateWebKeyResponse {
+    id: String,
+    creation_date: String,
+}
+
+/// Creates a key; it is published at once and signs once activated.
+#[utoipa::path(post, path = "/web_keys", request_body = CreateWebKeyRequest, responses((status = 200, body = CreateWebKeyResponse)))]
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
-    ApiJson(req): ApiJson<CreateRequest>,
-) -> ApiResult<Json<Value>> {
+    ApiJson(req): ApiJson<CreateWebKeyRequest>,
+) -> ApiResult<Json<CreateWebKeyResponse>> {
     caller.require(Permission::WebKeyWrite)?;
     let spec = req.spec()?;
     let mut c = state.db.conn().await?;
     let id = state.keys.create(&mut c, spec, None).await.map_err(key_error)?;
     drop(c);
     state.keys.reload().await.map_err(key_error)?;
-    Ok(Json(json!({"id": id, "creationDate": ts(state.clock.now())})))
+    Ok(Json(CreateWebKeyResponse { id, creation_date: ts(state.clock.now()) }))
 }
 
-pub async fn activate(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActivateWebKeyResponse {
+    change_date: String,
+}
+
+/// Makes a key the signing key.
+#[utoipa::path(post, path = "/web_keys/{id}/_activate", responses((status = 200, body = ActivateWebKeyResponse)))]
+pub async fn activate(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ActivateWebKeyResponse>> {
     caller.require(Permission::WebKeyWrite)?;
     let now = state.clock.now();
     let set = state.keys.current();
@@ -172,10 +216,22 @@ pub async fn activate(State(state): State<AppState>, caller: Caller, Path(id): P
             state.keys.reload().await.map_err(key_error)?;
         }
     }
-    Ok(Json(json!({"changeDate": ts(now)})))
+    Ok(Json(ActivateWebKeyResponse { change_date: ts(now) }))
 }
 
-pub async fn remove(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteWebKeyResponse {
+    deletion_date: String,
+}
+
+/// Deletes a key that does not sign.
+#[utoipa::path(delete, path = "/web_keys/{id}", responses((status = 200, body = DeleteWebKeyResponse)))]
+pub async fn remove(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<DeleteWebKeyResponse>> {
     caller.require(Permission::WebKeyWrite)?;
     state.keys.reload().await.map_err(key_error)?;
     let now = state.clock.now();
@@ -192,5 +248,5 @@ pub async fn remove(State(state): State<AppState>, caller: Caller, Path(id): Pat
     web_key::delete(&mut c, &id).await?;
     drop(c);
     state.keys.reload().await.map_err(key_error)?;
-    Ok(Json(json!({"deletionDate": ts(now)})))
+    Ok(Json(DeleteWebKeyResponse { deletion_date: ts(now) }))
 }

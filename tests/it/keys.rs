@@ -112,6 +112,8 @@ on_both!(web_key_api, |srv| {
     srv.post("/v2/web_keys", json!({"rsa": {"hasher": "RSA_HASHER_SHA512"}})).await.err(400, 3);
     srv.post("/v2/web_keys", json!({"ecdsa": {"curve": "ECDSA_CURVE_P384"}})).await.err(400, 3);
     srv.post("/v2/web_keys", json!({"rsa": {}, "ed25519": {}})).await.err(400, 3);
+    // `ed25519` is an (empty) object, as in the schema; another value is not a choice.
+    srv.post("/v2/web_keys", json!({"ed25519": 0})).await.err(400, 3);
     assert_eq!(srv.count("web_key").await, 3);
 
     // Only instance administrators manage keys.

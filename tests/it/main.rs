@@ -18,6 +18,7 @@ mod limits;
 mod login;
 mod machine;
 mod migrate_tool;
+mod openapi;
 mod ops;
 mod orgs;
 pub mod process;

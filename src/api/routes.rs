@@ -1,0 +1,97 @@
+//! The route tables of the JSON APIs. Each area (`/management/v1`, `/admin/v1`, `/v2`) lists its
+//! operations once, as (method, path, handler); the router is built from that list and the
+//! OpenAPI test reads the same list, so a handler the document does not describe cannot hide.
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::handler::Handler;
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, delete, get, post, put};
+
+use crate::api::ApiError;
+use crate::app::AppState;
+
+/// One operation of an area: its method, its path below the area's prefix, and its handler.
+pub struct Route {
+    pub method: Method,
+    pub path: &'static str,
+    handler: MethodRouter<AppState>,
+}
+
+/// The operations of one area, served below `prefix`.
+pub struct Table {
+    pub prefix: &'static str,
+    pub routes: Vec<Route>,
+}
+
+impl Table {
+    pub fn new(prefix: &'static str) -> Self {
+        Self { prefix, routes: Vec::new() }
+    }
+
+    fn add(mut self, method: Method, path: &'static str, handler: MethodRouter<AppState>) -> Self {
+        self.routes.push(Route { method, path, handler });
+        self
+    }
+
+    pub fn get<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.add(Method::GET, path, get(h))
+    }
+
+    pub fn post<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.add(Method::POST, path, post(h))
+    }
+
+    pub fn put<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.add(Method::PUT, path, put(h))
+    }
+
+    pub fn delete<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.add(Method::DELETE, path, delete(h))
+    }
+
+    /// Raises the body size limit of the operation added last.
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        if let Some(last) = self.routes.pop() {
+            let handler = last.handler.layer(DefaultBodyLimit::max(bytes));
+            self.routes.push(Route { handler, ..last });
+        }
+        self
+    }
+
+    /// `(method, full path)` of every operation, in the OpenAPI path syntax (`/users/{user_id}`).
+    pub fn operations(&self) -> Vec<(Method, String)> {
+        self.routes.iter().map(|r| (r.method.clone(), format!("{}{}", self.prefix, r.path))).collect()
+    }
+
+    /// The router of the area, paths relative to its prefix; unknown paths answer 404 in the
+    /// API's error format.
+    pub fn router(self) -> Router<AppState> {
+        let mut paths: Vec<(&'static str, MethodRouter<AppState>)> = Vec::new();
+        for r in self.routes {
+            match paths.iter().position(|(p, _)| *p == r.path) {
+                Some(i) => {
+                    let (path, existing) = paths.swap_remove(i);
+                    paths.push((path, existing.merge(r.handler)));
+                }
+                None => paths.push((r.path, r.handler)),
+            }
+        }
+        paths
+            .into_iter()
+            .fold(Router::new(), |router, (path, handler)| router.route(path, handler))
+            .fallback(crate::api::error::not_found)
+            .layer(axum::middleware::from_fn(reject_nul))
+    }
+}
+
+/// A path parameter holding U+0000 (`%00`) can match nothing: no text column stores it
+/// (PostgreSQL refuses it with an error), so it is refused here as invalid input.
+async fn reject_nul(req: Request, next: Next) -> Response {
+    if req.uri().path().contains("%00") {
+        return ApiError::invalid("invalid request: the path must not contain the NUL character (%00)").into_response();
+    }
+    next.run(req).await
+}
