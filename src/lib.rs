@@ -12,6 +12,8 @@ pub mod clock;
 pub mod config;
 pub mod crypto;
 pub mod domain;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod id;
 pub mod keys;
 pub mod login;

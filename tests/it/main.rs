@@ -11,6 +11,7 @@ mod cli;
 mod conformance;
 mod exchange;
 mod faults;
+mod fuzz_corpus;
 pub mod import_human;
 mod keys;
 mod login;
