@@ -24,7 +24,11 @@ fn fuzz_corpus_replays_without_a_panic() {
         let inputs = files(&fuzz_dir().join("corpus").join(target));
         assert!(!inputs.is_empty(), "the corpus of {target} is empty");
         for input in &inputs {
-            let data = std::fs::read(input).expect("a corpus file");
+            // A fuzzer running on the same corpus replaces inputs by shorter ones meanwhile.
+            let data = match std::fs::read(input) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                read => read.expect("a corpus file"),
+            };
             assert!(latch::fuzzing::run(target, &data), "{target} is not an entry point");
         }
     }
