@@ -14,6 +14,8 @@ pub mod config;
 pub mod cors;
 pub mod crypto;
 pub mod domain;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod id;
 pub mod keys;

@@ -261,6 +261,21 @@ fn parse_document(field: &str, raw: &[u8]) -> ApiResult<Document> {
     Ok(doc)
 }
 
+/// Parses an import request and checks every organization of its document as on an empty
+/// instance, without the store (the fuzz targets' entry point): the problems found. A bucket
+/// source is not downloaded.
+pub fn check_offline(body: &[u8], now: i64) -> ApiResult<Vec<ImportItem>> {
+    let req = parse_request(body)?;
+    timeout("ImportDataRequest", req.timeout.as_deref())?;
+    let doc = match (req.data_orgs, req.data_orgsv1) {
+        (Some(doc), _) => doc,
+        (_, Some(text)) => parse_document("data_orgsv1", text.as_bytes())?,
+        _ => return Ok(Vec::new()),
+    };
+    let duplicates = duplicates(&doc);
+    Ok(doc.orgs.iter().enumerate().flat_map(|(i, org)| import_org::check_offline(i, org, &duplicates, now)).collect())
+}
+
 /// Imports every organization of `doc` in order.
 async fn run(
     state: &AppState,

@@ -17,7 +17,7 @@ use crate::domain::enums::{
 use crate::domain::roles::{ORG_ROLES, PROJECT_ROLES};
 use crate::domain::settings::{LockoutPolicy, LoginPolicy, PasswordComplexityPolicy};
 use crate::domain::validate;
-use crate::management::import::prepare;
+use crate::management::import::{check_record, prepare};
 use crate::management::members::check_roles;
 use crate::management::orgs::generated_domain;
 use crate::store::app::{self, App, AppKind};
@@ -208,6 +208,34 @@ pub async fn import(
         index.add(u);
     }
     Ok(Outcome { success: Some(ok), errors: Vec::new(), skipped, notify })
+}
+
+/// Every check of [`import`] for one organization as if the instance were empty, without the
+/// store (the fuzz targets' entry point): the problems found. Plain passwords are not hashed.
+pub fn check_offline(index_in_doc: usize, d: &DataOrg, duplicates: &Duplicates, now: i64) -> Vec<ImportItem> {
+    let org_id = d.org_id.trim().to_string();
+    let mut ck = Check { org_id: &org_id, errors: Vec::new(), skipped: Vec::new() };
+    if org_id.is_empty() || org_id.len() > 200 {
+        ck.fail("org", &format!("orgs[{index_in_doc}]"), "orgId is required (at most 200 characters)");
+        return ck.errors;
+    }
+    let ex = Existing::default();
+    let index = Index { by_name: HashMap::new(), org_of: HashMap::new() };
+    let mut plan = Plan::default();
+    let mut ok = SuccessOrg { org_id: org_id.clone(), ..SuccessOrg::default() };
+    check_org(&mut ck, d, &ex, &mut plan, &mut ok, now);
+    check_projects(&mut ck, d, &ex, &mut plan, &mut ok, now);
+    check_apps(&mut ck, d, &ex, &mut plan, &mut ok, now);
+    for (j, u) in d.human_users.iter().enumerate() {
+        if let Some((id, _)) = human_slot(&mut ck, j, u, index_in_doc, &index, duplicates)
+            && let Err(e) = check_record(&u.user, &format!("humanUsers[{j}].user"))
+        {
+            ck.fail("human_user", id, e.message);
+        }
+    }
+    check_machines(&mut ck, d, index_in_doc, &index, duplicates, &mut plan, &mut ok, now);
+    check_grants_and_members(&mut ck, d, &ex, &index, &mut plan, &mut ok, now);
+    ck.errors
 }
 
 fn check_org(ck: &mut Check, d: &DataOrg, ex: &Existing, plan: &mut Plan, ok: &mut SuccessOrg, now: i64) {
@@ -550,16 +578,7 @@ async fn check_users(
 ) {
     let org_id = ck.org_id.to_string();
     for (j, u) in d.human_users.iter().enumerate() {
-        let id = u.user_id.trim();
-        if id.is_empty() || id.len() > 200 {
-            ck.fail("human_user", &format!("humanUsers[{j}]"), "userId is required (at most 200 characters)");
-            continue;
-        }
-        let dup = duplicates.get(&(index_in_doc, u.user_id.clone()));
-        if !check_user_slot(ck, "human_user", id, &u.user.user_name, index, dup) {
-            continue;
-        }
-        let user_state = import_state(ck, "human_user", id, u.state);
+        let Some((id, user_state)) = human_slot(ck, j, u, index_in_doc, index, duplicates) else { continue };
         let mut p = match prepare(state, &org_id, &u.user, &format!("humanUsers[{j}].user")).await {
             Ok(p) => p,
             Err(e) => {
@@ -601,6 +620,42 @@ async fn check_users(
         });
         ok.human_user_ids.push(id.to_string());
     }
+    check_machines(ck, d, index_in_doc, index, duplicates, plan, ok, now);
+}
+
+/// The id, slot and state checks of the human user `j`: its id and state when it may be added.
+fn human_slot<'d>(
+    ck: &mut Check<'_>,
+    j: usize,
+    u: &'d DataHumanUser,
+    index_in_doc: usize,
+    index: &Index,
+    duplicates: &Duplicates,
+) -> Option<(&'d str, Option<UserState>)> {
+    let id = u.user_id.trim();
+    if id.is_empty() || id.len() > 200 {
+        ck.fail("human_user", &format!("humanUsers[{j}]"), "userId is required (at most 200 characters)");
+        return None;
+    }
+    let dup = duplicates.get(&(index_in_doc, u.user_id.clone()));
+    if !check_user_slot(ck, "human_user", id, &u.user.user_name, index, dup) {
+        return None;
+    }
+    Some((id, import_state(ck, "human_user", id, u.state)))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_machines(
+    ck: &mut Check<'_>,
+    d: &DataOrg,
+    index_in_doc: usize,
+    index: &Index,
+    duplicates: &Duplicates,
+    plan: &mut Plan,
+    ok: &mut SuccessOrg,
+    now: i64,
+) {
+    let org_id = ck.org_id.to_string();
     for (j, u) in d.machine_users.iter().enumerate() {
         let id = u.user_id.trim();
         let r = "DataMachineUser.user";

@@ -73,6 +73,20 @@ pub struct Prepared {
 /// Checks a record. A plain `password` is checked against the policy and hashed; a
 /// `hashedPassword` must be a format latch verifies, within sane parameters.
 pub async fn prepare(state: &AppState, org_id: &str, req: &ImportHumanUserRequest, r: &str) -> ApiResult<Prepared> {
+    let mut p = check_record(req, r)?;
+    if p.human.password_hash.is_none() && !req.password.is_empty() {
+        p.human.password_hash = Some(hash_new_password(state, org_id, r, &req.password).await?);
+    }
+    if p.human.password_hash.is_some() {
+        p.human.password_changed_at = Some(state.clock.now());
+        p.human.password_change_required = req.password_change_required;
+    }
+    Ok(p)
+}
+
+/// What [`prepare`] checks without the store: everything but the plain `password`, which is
+/// left unhashed (`password_hash` stays `None` for it).
+pub fn check_record(req: &ImportHumanUserRequest, r: &str) -> ApiResult<Prepared> {
     let input = HumanInput {
         user_name: req.user_name.clone(),
         profile: req.profile.clone(),
@@ -90,12 +104,6 @@ pub async fn prepare(state: &AppState, org_id: &str, req: &ImportHumanUserReques
             ApiError::invalid(format!("invalid {r}.hashedPassword.value: {e}")).with_id("USER-HashInvalid")
         })?;
         human.password_hash = Some(h.to_string());
-    } else if !req.password.is_empty() {
-        human.password_hash = Some(hash_new_password(state, org_id, r, &req.password).await?);
-    }
-    if human.password_hash.is_some() {
-        human.password_changed_at = Some(state.clock.now());
-        human.password_change_required = req.password_change_required;
     }
     let otp_code = match req.otp_code.trim() {
         "" => None,

@@ -12,6 +12,7 @@ mod conformance;
 mod cors;
 mod exchange;
 mod faults;
+mod fuzz_corpus;
 pub mod import_human;
 mod keys;
 mod limits;

@@ -181,12 +181,76 @@ pub async fn check(
     tokens: &TokenService,
     raw: &[(String, String)],
 ) -> Result<(AuthParams, OidcClient), Rejection> {
-    let raw = Raw(raw);
-    let client_id = raw.one("client_id").map_err(Rejection::Page)?.ok_or(Rejection::Page(PageError::ClientMissing))?;
+    let client_id =
+        Raw(raw).one("client_id").map_err(Rejection::Page)?.ok_or(Rejection::Page(PageError::ClientMissing))?;
     let client = client::load(cache, c, client_id)
         .await
         .map_err(|e| Rejection::Page(PageError::Unavailable(e.to_string())))?
         .ok_or(Rejection::Page(PageError::ClientUnknown))?;
+    let params = check_for_client(client_id, &client, raw, &|hint| tokens.verify(hint))?;
+    Ok((params, client))
+}
+
+/// The client `fuzz` checks requests against in [`check_offline`]: a web application with the
+/// code and implicit flows, redirect URI `https://app.example/cb`.
+fn offline_client() -> OidcClient {
+    use crate::domain::enums::{AppState, PrivateLabelingSetting, ProjectState};
+    use crate::store::app::{App, AppKind, OidcConfig};
+    let config = OidcConfig {
+        redirect_uris: vec!["https://app.example/cb".into(), "http://127.0.0.1/cb".into()],
+        response_types: vec![OidcResponseType::Code, OidcResponseType::IdToken, OidcResponseType::IdTokenToken],
+        ..OidcConfig::default()
+    };
+    let auth_method = OidcAuthMethod::None;
+    OidcClient {
+        app: App {
+            app_id: "app".into(),
+            project_id: "project".into(),
+            org_id: "org".into(),
+            name: "fuzz".into(),
+            state: AppState::Active,
+            client_id: "fuzz".into(),
+            secret_digest: None,
+            kind: AppKind::Oidc { auth_method, config: config.clone() },
+            created_at: 0,
+            changed_at: 0,
+        },
+        config,
+        auth_method,
+        project: crate::store::project::Project {
+            project_id: "project".into(),
+            org_id: "org".into(),
+            name: "fuzz".into(),
+            state: ProjectState::Active,
+            role_assertion: false,
+            role_check: false,
+            has_project_check: false,
+            private_labeling: PrivateLabelingSetting::Unspecified,
+            created_at: 0,
+            changed_at: 0,
+        },
+    }
+}
+
+/// [`check`] without the store, for the fuzz targets: the request is checked against a fixed
+/// public client (client id `fuzz`) and no `id_token_hint` verifies.
+pub fn check_offline(raw: &[(String, String)]) -> Result<AuthParams, Rejection> {
+    match Raw(raw).one("client_id").map_err(Rejection::Page)? {
+        None => Err(Rejection::Page(PageError::ClientMissing)),
+        Some(id @ "fuzz") => check_for_client(id, &offline_client(), raw, &|_| None),
+        Some(_) => Err(Rejection::Page(PageError::ClientUnknown)),
+    }
+}
+
+/// Everything [`check`] does once the client is loaded (by `client_id`, as requested).
+/// `verify_hint` verifies an `id_token_hint`.
+fn check_for_client(
+    client_id: &str,
+    client: &OidcClient,
+    raw: &[(String, String)],
+    verify_hint: &dyn Fn(&str) -> Option<HintClaims>,
+) -> Result<AuthParams, Rejection> {
+    let raw = Raw(raw);
     let redirect_uri =
         raw.one("redirect_uri").map_err(Rejection::Page)?.ok_or(Rejection::Page(PageError::RedirectMissing))?;
     if !client.redirect_allowed(redirect_uri) {
@@ -302,8 +366,7 @@ pub async fn check(
     };
     let hint_sub = match raw.text("id_token_hint").map_err(invalid)? {
         Some(hint) => {
-            let claims: HintClaims = tokens
-                .verify(hint)
+            let claims = verify_hint(hint)
                 .ok_or_else(|| invalid("the id_token_hint is not a valid ID token of this issuer".into()))?;
             let aud_ok = match &claims.aud {
                 serde_json::Value::String(a) => a == client_id,
@@ -331,24 +394,21 @@ pub async fn check(
         .take(10)
         .map(str::to_string)
         .collect();
-    Ok((
-        AuthParams {
-            client_id: client_id.to_string(),
-            redirect_uri: redirect_uri.to_string(),
-            response_type,
-            response_mode,
-            scopes: scopes.known().0,
-            state,
-            nonce,
-            code_challenge: code_challenge.map(str::to_string),
-            prompt,
-            max_age,
-            hint_sub,
-            login_hint,
-            ui_locales,
-        },
-        client,
-    ))
+    Ok(AuthParams {
+        client_id: client_id.to_string(),
+        redirect_uri: redirect_uri.to_string(),
+        response_type,
+        response_mode,
+        scopes: scopes.known().0,
+        state,
+        nonce,
+        code_challenge: code_challenge.map(str::to_string),
+        prompt,
+        max_age,
+        hint_sub,
+        login_hint,
+        ui_locales,
+    })
 }
 
 #[cfg(test)]
