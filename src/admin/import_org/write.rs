@@ -1,0 +1,84 @@
+//! The write step of an organization's import: the checked plan, in one transaction.
+
+use super::*;
+
+fn conflict(what: String) -> impl FnOnce(StoreError) -> ApiError {
+    move |e| match e {
+        StoreError::Conflict => ApiError::exists(what),
+        other => other.into(),
+    }
+}
+
+/// Writes the plan (inside the organization's transaction).
+pub(super) async fn write(state: &AppState, c: &mut Conn, org_id: &str, plan: &Plan, now: i64) -> ApiResult<()> {
+    if let Some((name, st)) = &plan.new_org {
+        if org::name_taken(c, name).await? {
+            return Err(ApiError::exists(format!("another organization is named '{name}'")));
+        }
+        org::insert(c, org_id, name, *st, now)
+            .await
+            .map_err(conflict(format!("the organization id {org_id} is taken")))?;
+        if plan.generate_domain {
+            let domain = generated_domain(state, c, org_id, name).await?;
+            org::insert_domain(
+                c,
+                &OrgDomain {
+                    domain,
+                    org_id: org_id.to_string(),
+                    is_verified: true,
+                    is_primary: true,
+                    validation_type: Default::default(),
+                    created_at: now,
+                },
+            )
+            .await?;
+        }
+    }
+    for dm in &plan.domains {
+        org::insert_domain(c, dm)
+            .await
+            .map_err(conflict(format!("the domain {} belongs to another organization", dm.domain)))?;
+    }
+    if let Some(p) = &plan.login {
+        setting::save(c, org_id, p, now).await?;
+    }
+    if let Some(p) = &plan.lockout {
+        setting::save(c, org_id, p, now).await?;
+    }
+    if let Some(p) = &plan.complexity {
+        setting::save(c, org_id, p, now).await?;
+    }
+    for p in &plan.projects {
+        project::insert(c, p).await.map_err(conflict(format!(
+            "project {}: the id is taken by another organization's project, or the name by another project",
+            p.project_id
+        )))?;
+    }
+    for r in &plan.roles {
+        project::insert_role(c, r).await?;
+    }
+    for a in &plan.apps {
+        if app::name_taken(c, &a.project_id, &a.name).await? {
+            return Err(ApiError::exists(format!(
+                "application {}: project {} already has an application named '{}'",
+                a.app_id, a.project_id, a.name
+            )));
+        }
+        app::insert(c, a).await.map_err(conflict(format!(
+            "application {}: its id or its client id {} is taken by another application",
+            a.app_id, a.client_id
+        )))?;
+    }
+    user::insert_many(c, &plan.users).await.map_err(conflict("a user id or user name is taken".to_string()))?;
+    for (user_id, l) in &plan.links {
+        user::insert_idp_link(c, user_id, l, now).await?;
+    }
+    project::insert_grants(c, &plan.grants).await?;
+    for (user_id, roles) in &plan.org_members {
+        member::upsert(c, Scope::Org, org_id, user_id, roles, now).await?;
+    }
+    for (project_id, user_id, roles) in &plan.project_members {
+        member::upsert(c, Scope::Project, project_id, user_id, roles, now).await?;
+    }
+    Ok(())
+}
