@@ -97,8 +97,9 @@ pub async fn explain_oversized(req: axum::extract::Request, next: axum::middlewa
     let path = req.uri().path();
     let login = path.starts_with("/ui/");
     let protocol = path.starts_with("/oauth/") || path.starts_with("/oidc/");
-    let lang = login.then(|| crate::login::i18n::choose(&[], req.headers()));
-    let request_id = crate::oauth::authorize::request_id(req.headers());
+    // Only the login pages need the language and the request id, and only when refusing.
+    let page = login
+        .then(|| (crate::login::i18n::choose(&[], req.headers()), req.headers().get(crate::app::REQUEST_ID).cloned()));
     let r = next.run(req).await;
     let plain = r
         .headers()
@@ -113,8 +114,11 @@ pub async fn explain_oversized(req: axum::extract::Request, next: axum::middlewa
         *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
         return r;
     }
-    match lang {
-        Some(t) => crate::login::pages::error_page(t, StatusCode::PAYLOAD_TOO_LARGE, t.err_too_large, &request_id),
+    match page {
+        Some((t, id)) => {
+            let id = id.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("");
+            crate::login::pages::error_page(t, StatusCode::PAYLOAD_TOO_LARGE, t.err_too_large, id)
+        }
         None => r,
     }
 }
