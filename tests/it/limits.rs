@@ -7,11 +7,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::browser::{Browser, human, oidc_app, pkce};
+use crate::browser::{Browser, human};
 use crate::harness::{Backend, TestServer};
 use crate::token::token;
-
-const CB: &str = "https://app.example.com/cb";
 
 async fn with_limits(adjust: impl FnOnce(&mut latch::config::LimitsConfig)) -> TestServer {
     TestServer::start_with(Backend::Sqlite, |c| adjust(&mut c.limits)).await
@@ -109,22 +107,6 @@ async fn the_key_set_limits_polling_but_never_a_client_that_honours_cache_contro
     srv.stop().await;
 }
 
-async fn login_page(srv: &TestServer, b: &Browser) -> (String, crate::browser::Page) {
-    let (client_id, _, _) = oidc_app(srv, json!({})).await;
-    let (_, challenge) = pkce();
-    let (id, page) = b
-        .authorize(&[
-            ("client_id", client_id.as_str()),
-            ("redirect_uri", CB),
-            ("response_type", "code"),
-            ("scope", "openid"),
-            ("code_challenge", challenge.as_str()),
-            ("code_challenge_method", "S256"),
-        ])
-        .await;
-    (id.expect("a login page"), page)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn password_guessing_is_limited_per_login_name_and_per_ip() {
     let srv = with_limits(|l| {
@@ -135,7 +117,7 @@ async fn password_guessing_is_limited_per_login_name_and_per_ip() {
     human(&srv, "alice", "Wonder-land1").await;
     human(&srv, "bob", "Builder-bob1").await;
     let b = Browser::new(&srv);
-    let (id, page) = login_page(&srv, &b).await;
+    let (id, page) = crate::login::start(&srv, &b, &[]).await;
     for _ in 0..3 {
         let wrong = b.sign_in(&id, &page, "alice", "wrong-password").await;
         assert!(wrong.html.contains("The login name or the password is wrong."), "{}", wrong.html);
@@ -154,7 +136,7 @@ async fn password_guessing_is_limited_per_login_name_and_per_ip() {
     // The IP budget covers every login form post (here 20 per minute, 10 already spent), from
     // any browser.
     let b = Browser::new(&srv);
-    let (id, page) = login_page(&srv, &b).await;
+    let (id, page) = crate::login::start(&srv, &b, &[]).await;
     let mut last = 0;
     for _ in 0..12 {
         let p = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "carol")]).await;

@@ -9,7 +9,7 @@ use crate::on_both;
 
 const CB: &str = "https://app.example.com/cb";
 
-async fn start(srv: &TestServer, b: &Browser, extra: &[(&str, &str)]) -> (String, crate::browser::Page) {
+pub async fn start(srv: &TestServer, b: &Browser, extra: &[(&str, &str)]) -> (String, crate::browser::Page) {
     let (client_id, _, _) = oidc_app(srv, json!({})).await;
     let (_, challenge) = pkce();
     let mut q = vec![

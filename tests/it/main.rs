@@ -16,7 +16,7 @@ mod fuzz_corpus;
 pub mod import_human;
 mod keys;
 mod limits;
-mod login;
+pub mod login;
 mod machine;
 mod migrate_tool;
 mod openapi;

@@ -574,18 +574,7 @@ on_both!(nul_characters_are_client_errors_on_the_protocol_endpoints, |srv| {
     assert_eq!(r.status, 400, "{}", r.html);
     let r = b.get("/oidc/v1/end_session?id_token_hint=%00").await;
     assert_eq!(r.status, 400, "{}", r.html);
-    let (_, challenge) = crate::browser::pkce();
-    let (id, page) = b
-        .authorize(&[
-            ("client_id", client_id.as_str()),
-            ("redirect_uri", CB),
-            ("response_type", "code"),
-            ("scope", "openid"),
-            ("code_challenge", challenge.as_str()),
-            ("code_challenge_method", "S256"),
-        ])
-        .await;
-    let id = id.expect("a login page");
+    let (id, page) = crate::login::start(srv, &b, &[]).await;
     let r = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "al\0ice")]).await;
     assert!(r.status == 400 || r.status == 200, "{} {}", r.status, r.html);
 });
