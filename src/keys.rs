@@ -20,6 +20,7 @@ use crate::crypto::CryptoError;
 use crate::crypto::aead::{Aead, Purpose};
 use crate::crypto::keys::{KeyAlg, KeySpec, SigningKey};
 use crate::domain::settings::OidcSettings;
+use crate::store::web_key::Unless;
 use crate::store::{Conn, Db, StoreError, setting, web_key};
 
 #[derive(Debug, thiserror::Error)]
@@ -118,6 +119,9 @@ pub struct KeyManager {
     clock: SharedClock,
     settings: KeySettings,
     current: RwLock<Arc<KeySet>>,
+    /// Held from reading the rows to publishing the set, so that of two reloads at once (the
+    /// background maintenance and an API call) the older read never replaces the newer.
+    reloading: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for KeyManager {
@@ -147,6 +151,7 @@ impl KeyManager {
             clock,
             settings,
             current: RwLock::new(Arc::new(KeySet { keys: Vec::new(), jwks: Bytes::from_static(b"{\"keys\":[]}") })),
+            reloading: tokio::sync::Mutex::new(()),
         });
         manager.reload().await?;
         Ok(manager)
@@ -174,6 +179,7 @@ impl KeyManager {
 
     /// Re-reads the keys from the store; keys already decrypted are reused.
     pub async fn reload(&self) -> Result<(), KeyError> {
+        let _one_at_a_time = self.reloading.lock().await;
         let rows = {
             let mut c = self.db.conn().await?;
             web_key::list(&mut c).await?
@@ -224,6 +230,18 @@ impl KeyManager {
 
     /// Generates a key and stores it (encrypted) with the next generation number.
     pub async fn create(&self, c: &mut Conn, spec: KeySpec, activate_at: Option<i64>) -> Result<String, KeyError> {
+        self.create_unless(c, spec, activate_at, Unless::Nothing).await.map(|id| id.unwrap_or_default())
+    }
+
+    /// [`create`](Self::create), unless `unless` holds when the key is stored (checked in the
+    /// same statement, so two replicas generating the next key at once store one).
+    async fn create_unless(
+        &self,
+        c: &mut Conn,
+        spec: KeySpec,
+        activate_at: Option<i64>,
+        unless: Unless,
+    ) -> Result<Option<String>, KeyError> {
         let (signer, der) = tokio::task::spawn_blocking(move || SigningKey::generate(spec))
             .await
             .map_err(|_| CryptoError::Unspecified)??;
@@ -240,8 +258,7 @@ impl KeyManager {
             activate_at,
             key_id: key_id.clone(),
         };
-        web_key::insert(c, &row).await?;
-        Ok(key_id)
+        Ok(web_key::insert(c, &row, unless).await?.then_some(key_id))
     }
 
     /// One maintenance round: schedule or create the next key when due, drop keys no token
@@ -256,8 +273,9 @@ impl KeyManager {
         match set.active(now) {
             None => {
                 // Nothing signs (the store lost its keys): a key must sign at once.
-                match self.create(&mut c, KeySpec::Rsa { bits: 2048 }, Some(now)).await {
-                    Ok(id) => {
+                match self.create_unless(&mut c, KeySpec::Rsa { bits: 2048 }, Some(now), Unless::ActiveAt(now)).await {
+                    Ok(None) => {}
+                    Ok(Some(id)) => {
                         tracing::warn!(key_id = %id, "no active signing key; created one that signs immediately")
                     }
                     Err(KeyError::Store(StoreError::Conflict)) => {}
@@ -278,8 +296,12 @@ impl KeyManager {
                                 tracing::info!(key_id = %k.key_id, activate_at = at, "scheduled the next signing key");
                             }
                         }
-                        None => match self.create(&mut c, KeySpec::Rsa { bits: 2048 }, Some(at)).await {
-                            Ok(id) => {
+                        None => match self
+                            .create_unless(&mut c, KeySpec::Rsa { bits: 2048 }, Some(at), Unless::PendingAfter(now))
+                            .await
+                        {
+                            Ok(None) => {}
+                            Ok(Some(id)) => {
                                 tracing::info!(key_id = %id, activate_at = at, "created the next signing key")
                             }
                             Err(KeyError::Store(StoreError::Conflict)) => {}

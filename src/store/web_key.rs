@@ -26,24 +26,43 @@ pub async fn list(c: &mut Conn) -> Result<Vec<WebKeyRow>> {
     Ok(sqlx::query_as(&format!("{SELECT} ORDER BY generation")).fetch_all(&mut *c).await?)
 }
 
-/// Inserts a key. Fails with `Conflict` when another replica took the same generation.
-pub async fn insert(c: &mut Conn, k: &WebKeyRow) -> Result<()> {
-    sqlx::query(
+/// What must not exist for [`insert`] to add a key.
+#[derive(Debug, Clone, Copy)]
+pub enum Unless {
+    /// Insert in any case.
+    Nothing,
+    /// A key that signs at this time or earlier.
+    ActiveAt(i64),
+    /// A key scheduled to sign after this time.
+    PendingAfter(i64),
+}
+
+/// Inserts a key unless `unless` holds, in one statement; returns whether it was inserted. Fails
+/// with `Conflict` when another replica took the same generation at the same moment.
+pub async fn insert(c: &mut Conn, k: &WebKeyRow, unless: Unless) -> Result<bool> {
+    let (guard, at) = match unless {
+        Unless::Nothing => ("", 0),
+        Unless::ActiveAt(t) => (" WHERE NOT EXISTS (SELECT 1 FROM web_key WHERE activate_at <= $10)", t),
+        Unless::PendingAfter(t) => (" WHERE NOT EXISTS (SELECT 1 FROM web_key WHERE activate_at > $10)", t),
+    };
+    let sql = format!(
         "INSERT INTO web_key (key_id, generation, alg, spec, public_jwk, private_key, created_at, changed_at, activate_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-    )
-    .bind(&k.key_id)
-    .bind(k.generation)
-    .bind(&k.alg)
-    .bind(&k.spec)
-    .bind(&k.public_jwk)
-    .bind(k.private_key.clone())
-    .bind(k.created_at)
-    .bind(k.changed_at)
-    .bind(k.activate_at)
-    .execute(&mut *c)
-    .await?;
-    Ok(())
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9{guard} RETURNING generation"
+    );
+    let mut q = sqlx::query_as::<_, (i64,)>(&sql)
+        .bind(&k.key_id)
+        .bind(k.generation)
+        .bind(&k.alg)
+        .bind(&k.spec)
+        .bind(&k.public_jwk)
+        .bind(k.private_key.clone())
+        .bind(k.created_at)
+        .bind(k.changed_at)
+        .bind(k.activate_at);
+    if !guard.is_empty() {
+        q = q.bind(at);
+    }
+    Ok(q.fetch_optional(&mut *c).await?.is_some())
 }
 
 pub async fn max_generation(c: &mut Conn) -> Result<i64> {
