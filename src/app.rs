@@ -220,6 +220,7 @@ pub async fn serve(
     let maintenance = state.keys.spawn(stop_rx.clone());
     let sweeper =
         crate::sweep::spawn(state.db.clone(), state.clock.clone(), state.settings.sweep_interval, stop_rx.clone());
+    let upkeep = crate::telemetry::spawn_upkeep(stop_rx.clone());
     let limits = crate::limits::spawn_forgetting(state.limits.clone(), stop_rx);
     let grace = state.settings.shutdown_timeout;
     let app = router(state.clone());
@@ -228,6 +229,7 @@ pub async fn serve(
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(5), maintenance).await;
     let _ = tokio::time::timeout(Duration::from_secs(5), sweeper).await;
+    let _ = upkeep.await;
     let _ = limits.await;
     state.db.close().await;
     result

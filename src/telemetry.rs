@@ -40,6 +40,27 @@ pub fn prometheus() -> Option<&'static PrometheusHandle> {
         .as_ref()
 }
 
+/// How often recorded latencies are folded into the histograms.
+const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Folds the latencies recorded since the last run into the histograms, every [`UPKEEP_EVERY`]
+/// until `stop` turns true. The recorder keeps every sample (16 bytes) until this runs or
+/// `/metrics` is read; without it a server nobody scraped grew by about 1.5 MiB a minute at
+/// 1,000 operations/s (found by the soak).
+pub fn spawn_upkeep(mut stop: tokio::sync::watch::Receiver<bool>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(UPKEEP_EVERY) => {}
+                _ = stop.changed() => return,
+            }
+            if let Some(h) = prometheus() {
+                h.run_upkeep();
+            }
+        }
+    })
+}
+
 /// Counts requests and records their latency by method, route and status.
 pub async fn track_requests(req: Request, next: Next) -> Response {
     let start = Instant::now();
