@@ -5,10 +5,11 @@ A mix of operations against one latch, first as fast as it goes (calibration), t
 share of that peak for a long time, sampling the server's RSS and the row counts of the tables
 that expire. Prints a line per interval and a verdict; writes a JSON report.
 
-  client_credentials (opaque)   40%
+  client_credentials (opaque)   37%
   introspection of a recent access token (API application)   25%
   code flow with single sign-on (authorize, then the code exchange, offline_access)   17%
   refresh (rotation; the next token goes back to the pool)   15%
+  revocation of a recent access token, then its introspection (must be inactive at once)   3%
   full password login in a new browser (argon2id), then the exchange   3%
 """
 
@@ -24,7 +25,7 @@ import urllib.parse
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import latchbench as lb  # noqa: E402
 
-MIX = [("cc", 40), ("introspect", 25), ("code", 17), ("refresh", 15), ("login", 3)]
+MIX = [("cc", 37), ("introspect", 25), ("code", 17), ("refresh", 15), ("revoke", 3), ("login", 3)]
 TABLES = ["auth_request", "auth_code", "session", "refresh_token", "revocation", "assertion_jti", "user_code"]
 
 
@@ -66,7 +67,7 @@ class Load:
             return r.status, body
 
     async def op(self, s, name):
-        if name == "introspect" and not self.access:
+        if name in ("introspect", "revoke") and not self.access:
             name = "cc"
         if name == "refresh" and not self.refresh:
             name = "code"
@@ -81,6 +82,16 @@ class Load:
                 body = await r.json(content_type=None)
                 if r.status != 200 or "active" not in body:
                     return self.fail(f"introspect {r.status} {body}")
+        elif name == "revoke":
+            at = self.access.pop(random.randrange(len(self.access)))
+            async with s.post("/oauth/v2/revoke", data={"token": at, "token_type_hint": "access_token"},
+                              headers={"Authorization": self.web_auth}) as r:
+                if r.status != 200:
+                    return self.fail(f"revoke {r.status} {await r.text()}")
+            async with s.post("/oauth/v2/introspect", data={"token": at}, headers={"Authorization": self.rs_auth}) as r:
+                body = await r.json(content_type=None)
+                if r.status != 200 or body.get("active") is not False:
+                    return self.fail(f"introspect after revoke {r.status} {body}")
         elif name == "code":
             i = random.randrange(len(self.browsers))
             b = self.browsers[i]

@@ -49,6 +49,8 @@ pub struct Inner {
     pub cache: crate::cache::ConfigCache,
     /// Rate limits of this replica.
     pub limits: Arc<crate::limits::RateLimits>,
+    /// This replica's mirror of the revocation table.
+    pub revocations: Arc<crate::revocations::Revocations>,
 }
 
 impl Deref for AppState {
@@ -143,6 +145,7 @@ pub async fn start(settings: Settings, clock: SharedClock) -> Result<Started, St
         jwks_cache_control: format!("public, max-age={}", settings.keys.jwks_max_age),
         limits: crate::limits::RateLimits::new(settings.limits.clone()),
         cache: crate::cache::ConfigCache::default(),
+        revocations: Arc::default(),
         hasher: PasswordHasher::new(settings.argon2, cores),
         mailer: crate::login::email::Mailer::from_settings(&settings).map_err(StartError::Mail)?,
         otp_cipher: crate::crypto::aead::Aead::derive(&master, crate::crypto::aead::Purpose::OtpSecret)
@@ -220,6 +223,8 @@ pub async fn serve(
     let maintenance = state.keys.spawn(stop_rx.clone());
     let sweeper =
         crate::sweep::spawn(state.db.clone(), state.clock.clone(), state.settings.sweep_interval, stop_rx.clone());
+    let revocations =
+        crate::revocations::spawn(state.revocations.clone(), state.db.clone(), state.clock.clone(), stop_rx.clone());
     let upkeep = crate::telemetry::spawn_upkeep(stop_rx.clone());
     let limits = crate::limits::spawn_forgetting(state.limits.clone(), stop_rx);
     let grace = state.settings.shutdown_timeout;
@@ -229,6 +234,7 @@ pub async fn serve(
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(5), maintenance).await;
     let _ = tokio::time::timeout(Duration::from_secs(5), sweeper).await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), revocations).await;
     let _ = upkeep.await;
     let _ = limits.await;
     state.db.close().await;

@@ -6,7 +6,11 @@
 //!   (see `api::clear_cache_after_writes`), so the change shows at once;
 //! - on every other replica a change shows within [`TTL`], the same bound as for revocation.
 //!
-//! Tokens, sessions, codes, revocations and users are never cached. Absent entries are cached
+//! Users are cached the same way for the token paths only (a token's user on introspection and
+//! userinfo, a machine user on `client_credentials`): deactivating, locking or deleting a user,
+//! or changing a machine secret, goes through the API and so shows at once on that replica and
+//! within [`TTL`] elsewhere. Sign-in never reads this cache. Tokens, sessions and codes are never
+//! cached; revocations have their own mirror (`crate::revocations`). Absent entries are cached
 //! too, so a flood of unknown client ids costs one query per id and second.
 
 use std::collections::HashMap;
@@ -18,7 +22,8 @@ use crate::domain::settings::OidcSettings;
 use crate::store::app::App;
 use crate::store::org::Org;
 use crate::store::project::Project;
-use crate::store::{Conn, Result, app, org, project, setting};
+use crate::store::user::User;
+use crate::store::{Result, Source, app, fold, org, project, setting, user};
 
 /// How long a replica trusts what it read.
 pub const TTL: Duration = Duration::from_secs(1);
@@ -64,6 +69,9 @@ pub struct ConfigCache {
     projects: Ttl<Option<Project>>,
     orgs: Ttl<Option<Org>>,
     oidc: Ttl<OidcSettings>,
+    users: Ttl<Option<User>>,
+    /// User ids by folded user name.
+    user_names: Ttl<Option<String>>,
     /// Bumped by [`ConfigCache::clear`]: a read that began before a clear is not stored.
     generation: AtomicU64,
 }
@@ -75,6 +83,8 @@ impl Default for ConfigCache {
             projects: Ttl::new(),
             orgs: Ttl::new(),
             oidc: Ttl::new(),
+            users: Ttl::new(),
+            user_names: Ttl::new(),
             generation: AtomicU64::new(0),
         }
     }
@@ -99,22 +109,47 @@ impl ConfigCache {
     }
 
     /// An application by client id.
-    pub async fn app(&self, c: &mut Conn, client_id: &str) -> Result<Option<App>> {
-        self.cached(&self.apps, client_id, app::get_by_client_id(c, client_id)).await
+    pub async fn app(&self, c: &mut impl Source, client_id: &str) -> Result<Option<App>> {
+        self.cached(&self.apps, client_id, async { app::get_by_client_id(c.conn().await?, client_id).await }).await
     }
 
-    pub async fn project(&self, c: &mut Conn, project_id: &str) -> Result<Option<Project>> {
-        self.cached(&self.projects, project_id, project::get(c, project_id)).await
+    pub async fn project(&self, c: &mut impl Source, project_id: &str) -> Result<Option<Project>> {
+        self.cached(&self.projects, project_id, async { project::get(c.conn().await?, project_id).await }).await
     }
 
-    pub async fn org(&self, c: &mut Conn, org_id: &str) -> Result<Option<Org>> {
-        self.cached(&self.orgs, org_id, org::get(c, org_id)).await
+    pub async fn org(&self, c: &mut impl Source, org_id: &str) -> Result<Option<Org>> {
+        self.cached(&self.orgs, org_id, async { org::get(c.conn().await?, org_id).await }).await
     }
 
     /// The instance's token lifetimes.
-    pub async fn oidc_settings(&self, c: &mut Conn) -> Result<OidcSettings> {
-        let load = async { Ok(setting::load::<OidcSettings>(c, setting::INSTANCE).await?.value) };
+    pub async fn oidc_settings(&self, c: &mut impl Source) -> Result<OidcSettings> {
+        let load = async { Ok(setting::load::<OidcSettings>(c.conn().await?, setting::INSTANCE).await?.value) };
         self.cached(&self.oidc, "", load).await
+    }
+
+    /// A user by id, for the token paths.
+    pub async fn user(&self, c: &mut impl Source, user_id: &str) -> Result<Option<User>> {
+        self.cached(&self.users, user_id, async { user::get(c.conn().await?, user_id).await }).await
+    }
+
+    /// A user by user name (case-insensitively), for the token paths.
+    pub async fn user_by_name(&self, c: &mut impl Source, username: &str) -> Result<Option<User>> {
+        let key = fold(username);
+        let generation = self.generation.load(Ordering::Acquire);
+        if let Some(id) = self.user_names.get(&key) {
+            let Some(id) = id else { return Ok(None) };
+            if let Some(u) = self.users.get(&id) {
+                return Ok(u);
+            }
+        }
+        let u = user::get_by_username(c.conn().await?, username).await?;
+        if self.generation.load(Ordering::Acquire) == generation {
+            self.user_names.put(&key, u.as_ref().map(|u| u.user_id.clone()));
+            if let Some(u) = &u {
+                self.users.put(&u.user_id, Some(u.clone()));
+            }
+        }
+        Ok(u)
     }
 
     /// Forgets everything (after a change through the APIs).
@@ -124,5 +159,7 @@ impl ConfigCache {
         self.projects.clear();
         self.orgs.clear();
         self.oidc.clear();
+        self.users.clear();
+        self.user_names.clear();
     }
 }

@@ -27,6 +27,7 @@ pub mod oauth;
 pub mod oidc;
 pub mod ops;
 pub mod paths;
+pub mod revocations;
 pub mod store;
 pub mod sweep;
 pub mod telemetry;

@@ -34,6 +34,7 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let (open, idle) = state.db.pool_usage();
     metrics::gauge!("db_pool_connections").set(open as f64);
     metrics::gauge!("db_pool_idle_connections").set(idle as f64);
+    metrics::gauge!("latch_revocations_mirrored").set(state.revocations.len() as f64);
     let body = crate::telemetry::prometheus().map(|h| h.render()).unwrap_or_default();
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body)
 }

@@ -8,7 +8,7 @@ use crate::app::AppState;
 use crate::crypto::secret;
 use crate::domain::enums::UserState;
 use crate::store::user::User;
-use crate::store::{Conn, Result, key, revocation, user};
+use crate::store::{Result, Source, key, revocation, user};
 
 /// A valid access token and its user.
 #[derive(Debug, Clone)]
@@ -28,7 +28,7 @@ pub fn decode(state: &AppState, token: &str) -> Option<AccessClaims> {
 }
 
 /// Resolves a presented token; `None` for anything that does not count.
-pub async fn resolve(state: &AppState, c: &mut Conn, token: &str) -> Result<Option<Access>> {
+pub async fn resolve(state: &AppState, c: &mut impl Source, token: &str) -> Result<Option<Access>> {
     let now = state.clock.now();
     let (claims, is_pat) = match decode(state, token) {
         Some(claims) => (claims, false),
@@ -36,7 +36,7 @@ pub async fn resolve(state: &AppState, c: &mut Conn, token: &str) -> Result<Opti
             if token.is_empty() || token.len() > 512 {
                 return Ok(None);
             }
-            let Some(pat) = key::find_pat(c, &secret::digest(token)).await? else { return Ok(None) };
+            let Some(pat) = key::find_pat(c.conn().await?, &secret::digest(token)).await? else { return Ok(None) };
             let claims = AccessClaims {
                 iss: state.settings.issuer.clone(),
                 sub: pat.user_id.clone(),
@@ -61,7 +61,8 @@ pub async fn resolve(state: &AppState, c: &mut Conn, token: &str) -> Result<Opti
         return Ok(None);
     }
     // The token, its session and its grant may have been revoked (a PAT is revoked by deleting
-    // it); the user is read in the same round trip.
+    // it). The replica's mirror of revocations and its user cache usually answer; when the
+    // mirror is not fresh, the store does, user and revocation in one round trip.
     let mut keys = Vec::new();
     if !is_pat {
         keys.push(revocation::token_key(&claims.jti));
@@ -72,7 +73,12 @@ pub async fn resolve(state: &AppState, c: &mut Conn, token: &str) -> Result<Opti
             keys.push(revocation::grant_key(gid));
         }
     }
-    let Some((u, revoked)) = user::get_checking_revocation(c, &claims.sub, &keys).await? else { return Ok(None) };
+    let found = match state.revocations.check(&keys) {
+        Some(true) => return Ok(None),
+        Some(false) => state.cache.user(c, &claims.sub).await?.map(|u| (u, false)),
+        None => user::get_checking_revocation(c.conn().await?, &claims.sub, &keys).await?,
+    };
+    let Some((u, revoked)) = found else { return Ok(None) };
     if revoked || u.state != UserState::Active {
         return Ok(None);
     }

@@ -6,7 +6,7 @@ use crate::cache::ConfigCache;
 use crate::domain::enums::{AppState, OidcAppType, OidcAuthMethod, ProjectState};
 use crate::store::app::{App, AppKind, OidcConfig};
 use crate::store::project::Project;
-use crate::store::{Conn, Result};
+use crate::store::{Result, Source};
 
 #[derive(Debug, Clone)]
 pub struct OidcClient {
@@ -17,7 +17,7 @@ pub struct OidcClient {
 }
 
 /// An active OIDC application of an active project, by client id.
-pub async fn load(cache: &ConfigCache, c: &mut Conn, client_id: &str) -> Result<Option<OidcClient>> {
+pub async fn load(cache: &ConfigCache, c: &mut impl Source, client_id: &str) -> Result<Option<OidcClient>> {
     if client_id.is_empty() || client_id.len() > 200 || client_id.contains('\0') {
         return Ok(None);
     }

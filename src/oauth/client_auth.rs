@@ -16,7 +16,7 @@ use crate::cache::ConfigCache;
 use crate::crypto::secret;
 use crate::domain::enums::{ApiAuthMethod, AppState, OidcAuthMethod};
 use crate::store::app::{App, AppKind};
-use crate::store::{Conn, key};
+use crate::store::{Source, key};
 
 pub const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
@@ -132,7 +132,13 @@ pub fn presented(headers: &HeaderMap, form: &Form) -> OAuthResult<Option<Present
 }
 
 /// Checks the secret or the assertion of `p` for an application with this registered method.
-async fn check_credentials(c: &mut Conn, p: &Presented, a: &App, audiences: &[&str], now: i64) -> OAuthResult<()> {
+async fn check_credentials(
+    c: &mut impl Source,
+    p: &Presented,
+    a: &App,
+    audiences: &[&str],
+    now: i64,
+) -> OAuthResult<()> {
     match p.method {
         Method::Basic | Method::Post => {
             let ok = match (&a.secret_digest, &p.secret) {
@@ -144,11 +150,17 @@ async fn check_credentials(c: &mut Conn, p: &Presented, a: &App, audiences: &[&s
             }
         }
         Method::PrivateKeyJwt => {
-            let keys = key::keys_of_client(c, &a.client_id).await?;
+            let keys = key::keys_of_client(c.conn().await?, &a.client_id).await?;
             let token = p.assertion.as_deref().unwrap_or_default();
             let claims = assertion::verify(token, &keys, audiences, now).map_err(|e| p.fail(e))?;
             let jti = claims.jti.ok_or_else(|| p.fail("the client assertion has no jti"))?;
-            if !key::remember_jti(c, &format!("client:{}:{jti}", a.client_id), claims.exp + assertion::SKEW).await? {
+            if !key::remember_jti(
+                c.conn().await?,
+                &format!("client:{}:{jti}", a.client_id),
+                claims.exp + assertion::SKEW,
+            )
+            .await?
+            {
                 return Err(p.fail("the client assertion was used before"));
             }
         }
@@ -160,7 +172,7 @@ async fn check_credentials(c: &mut Conn, p: &Presented, a: &App, audiences: &[&s
 /// Authenticates an OIDC application with one of the `allowed` methods.
 pub async fn oidc_client(
     cache: &ConfigCache,
-    c: &mut Conn,
+    c: &mut impl Source,
     p: &Presented,
     allowed: &[Method],
     audiences: &[&str],
@@ -186,7 +198,7 @@ pub async fn oidc_client(
 /// Authenticates an OIDC or API application (introspection, revocation).
 pub async fn any_app(
     cache: &ConfigCache,
-    c: &mut Conn,
+    c: &mut impl Source,
     p: &Presented,
     allowed: &[Method],
     audiences: &[&str],

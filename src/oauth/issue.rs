@@ -10,7 +10,7 @@ use super::tokens::half_hash;
 use crate::app::AppState;
 use crate::domain::settings::OidcSettings;
 use crate::oidc::claims::{self, Subject};
-use crate::store::Conn;
+use crate::store::Source;
 
 /// The claims of an access token; the same for JWT and opaque tokens.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -80,14 +80,14 @@ pub fn audience(client_id: &str, project_id: &str, scopes: &Scopes) -> Vec<Strin
     aud
 }
 
-pub async fn lifetimes(state: &AppState, c: &mut Conn) -> Result<OidcSettings, OAuthError> {
+pub async fn lifetimes(state: &AppState, c: &mut impl Source) -> Result<OidcSettings, OAuthError> {
     Ok(state.cache.oidc_settings(c).await?)
 }
 
 /// Issues an access token; returns it with its claims.
 pub async fn access_token(
     state: &AppState,
-    c: &mut Conn,
+    c: &mut impl Source,
     g: &Grant,
     shape: Shape,
     lifetime: i64,
@@ -139,7 +139,7 @@ pub async fn access_token(
 /// along or the client asks for them (`idTokenUserinfoAssertion`), as SPEC.md 2.5 says.
 pub async fn id_token(
     state: &AppState,
-    c: &mut Conn,
+    c: &mut impl Source,
     g: &Grant,
     shape: Shape,
     lifetime: i64,

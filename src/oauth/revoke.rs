@@ -70,7 +70,7 @@ async fn revoke(state: &AppState, headers: &HeaderMap, body: &[u8]) -> OAuthResu
                 return Err(not_yours());
             }
             if claims.exp > now {
-                revocation::revoke(&mut c, &revocation::token_key(&claims.jti), now, claims.exp).await?;
+                state.revocations.revoke(&mut c, &revocation::token_key(&claims.jti), now, claims.exp).await?;
             }
             return Ok(());
         }

@@ -6,7 +6,7 @@ use crate::domain::enums::Gender;
 use crate::oauth::scope::{self, Scopes};
 use crate::store::org::Org;
 use crate::store::user::User;
-use crate::store::{Conn, Result, project};
+use crate::store::{Result, Source, project};
 
 /// A user with the organization it belongs to.
 #[derive(Debug, Clone)]
@@ -108,7 +108,7 @@ pub fn filter_org_scopes(s: &Subject, scopes: &Scopes) -> Scopes {
 /// The role claim `{role: {orgId: primaryDomain}}` of a user on a project: every granted role
 /// when `all` is set (role assertion), otherwise only the roles the scopes request.
 pub async fn role_claim(
-    c: &mut Conn,
+    c: &mut impl Source,
     user_id: &str,
     project_id: &str,
     scopes: &Scopes,
@@ -119,7 +119,7 @@ pub async fn role_claim(
         return Ok(None);
     }
     let mut roles = Map::new();
-    for (keys, org_id, domain) in project::grant_roles(c, user_id, project_id).await? {
+    for (keys, org_id, domain) in project::grant_roles(c.conn().await?, user_id, project_id).await? {
         for k in keys {
             if all || scopes.has(scope::PROJECTS_ROLES) || requested.contains(&k) {
                 let entry = roles.entry(k).or_insert_with(|| json!({}));

@@ -142,7 +142,7 @@ pub async fn end_sessions(
     let keep = issue::lifetimes(state, c).await.map(|l| l.longest_signed_token()).unwrap_or(86_400) + 60;
     let ids: Vec<String> = ended.iter().map(|s| s.session_id.clone()).collect();
     for sid in &ids {
-        revocation::revoke(c, &revocation::session_key(sid), now, now + keep).await?;
+        state.revocations.revoke(c, &revocation::session_key(sid), now, now + keep).await?;
     }
     refresh::revoke_sessions(c, &ids, now).await?;
     if let Err(e) = super::backchannel::notify(state, c, &ended).await {

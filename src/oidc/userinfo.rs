@@ -69,10 +69,8 @@ pub async fn handler(State(state): State<AppState>, method: Method, headers: Hea
         Ok(None) => return challenge(StatusCode::UNAUTHORIZED, "Bearer", None),
         Err(r) => return r,
     };
-    let mut c = match state.db.conn().await {
-        Ok(c) => c,
-        Err(e) => return crate::oauth::error::OAuthError::from(e).into_response(),
-    };
+    // Usually answered from the replica's caches without touching the store.
+    let mut c = state.db.lazy();
     let a = match access::resolve(&state, &mut c, &token).await {
         Ok(Some(a)) => a,
         Ok(None) => return invalid_token(),

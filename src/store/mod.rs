@@ -1,7 +1,8 @@
 //! The store: the only place with SQL. One set of queries runs on PostgreSQL and SQLite through
 //! `sqlx::Any` (`$1` placeholders, `ON CONFLICT`, `RETURNING`); see DESIGN.md for the type rules.
 //! Functions take `&mut AnyConnection`, so the caller chooses a pooled connection or a
-//! transaction.
+//! transaction. Code above the store that may not need the database at all (the hot paths answer
+//! from the replica's caches) takes a [`Source`] instead, typically a [`Lazy`] connection.
 
 pub mod app;
 pub mod auth_request;
@@ -31,6 +32,41 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyPool, Connection, Executor, Transaction};
 
 pub use sqlx::AnyConnection as Conn;
+
+/// Where a connection comes from when one is needed: a connection or transaction already held,
+/// or a [`Lazy`] one taken from the pool on first use.
+pub trait Source: Send {
+    fn conn(&mut self) -> impl std::future::Future<Output = Result<&mut Conn>> + Send;
+}
+
+impl Source for Conn {
+    fn conn(&mut self) -> impl std::future::Future<Output = Result<&mut Conn>> + Send {
+        std::future::ready(Ok(self))
+    }
+}
+
+impl Source for PoolConnection<Any> {
+    fn conn(&mut self) -> impl std::future::Future<Output = Result<&mut Conn>> + Send {
+        std::future::ready(Ok(&mut **self))
+    }
+}
+
+/// A pooled connection taken only when a query needs it. An acquired pool connection costs a
+/// round trip each way (sqlx checks it on acquire and on release), which a request answered
+/// from the caches should not pay.
+pub struct Lazy<'a> {
+    db: &'a Db,
+    conn: Option<PoolConnection<Any>>,
+}
+
+impl Source for Lazy<'_> {
+    async fn conn(&mut self) -> Result<&mut Conn> {
+        if self.conn.is_none() {
+            self.conn = Some(self.db.conn().await?);
+        }
+        Ok(self.conn.as_deref_mut().expect("just acquired"))
+    }
+}
 
 static POSTGRES: Migrator = sqlx::migrate!("migrations/postgres");
 static SQLITE: Migrator = sqlx::migrate!("migrations/sqlite");
@@ -143,6 +179,18 @@ impl Db {
             .min_connections(0)
             .acquire_timeout(Duration::from_secs(3))
             .idle_timeout(Duration::from_secs(300))
+            // sqlx pings a connection on every acquire by default: a round trip per request.
+            // Only a connection that sat idle may have been cut off meanwhile; one in steady use
+            // that fails answers 503 once and is closed by the ping on release.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for > Duration::from_secs(1) {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            })
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
@@ -197,6 +245,11 @@ impl Db {
 
     pub async fn conn(&self) -> Result<PoolConnection<Any>> {
         Ok(self.pool.acquire().await?)
+    }
+
+    /// A connection taken from the pool on first use (see [`Lazy`]).
+    pub fn lazy(&self) -> Lazy<'_> {
+        Lazy { db: self, conn: None }
     }
 
     /// A write transaction. On SQLite it takes the write lock up front (`BEGIN IMMEDIATE`), so

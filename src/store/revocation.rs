@@ -44,3 +44,28 @@ pub async fn any_revoked(c: &mut Conn, keys: &[String]) -> Result<bool> {
     b.push(")");
     Ok(b.fetch_count(c).await? > 0)
 }
+
+/// What changed in the revocation table since `cursor` (0: everything), and the cursor of the
+/// next poll: the revoked keys with their expiry, expired ones left out. One statement, so the
+/// rows and the new cursor come from one snapshot.
+///
+/// On PostgreSQL the cursor is the oldest transaction still running when the statement began
+/// (`pg_snapshot_xmin`): every transaction before it has finished, so its rows are in this
+/// answer, and rows of later ones are read again next time. On SQLite (one writer at a time)
+/// it is the largest id (`txid` there is an autoincrement).
+pub async fn since(c: &mut Conn, cursor: i64, now: i64) -> Result<(Vec<(String, i64)>, i64)> {
+    let sql = if c.backend_name() == "PostgreSQL" {
+        "SELECT h.x, r.revoked_key, r.expires_at \
+         FROM (SELECT (pg_snapshot_xmin(pg_current_snapshot())::text)::bigint AS x) h \
+         LEFT JOIN revocation r ON r.txid >= (($1::bigint)::text)::xid8 AND r.expires_at > $2"
+    } else {
+        "SELECT h.x, r.revoked_key, r.expires_at \
+         FROM (SELECT COALESCE(MAX(txid), 0) AS x FROM revocation) h \
+         LEFT JOIN revocation r ON r.txid > $1 AND r.expires_at > $2"
+    };
+    let rows: Vec<(i64, Option<String>, Option<i64>)> =
+        sqlx::query_as(sql).bind(cursor).bind(now).fetch_all(&mut *c).await?;
+    let next = rows.first().map_or(cursor, |r| r.0);
+    let keys = rows.into_iter().filter_map(|(_, k, e)| Some((k?, e?))).collect();
+    Ok((keys, next))
+}

@@ -1,5 +1,6 @@
 //! Two latch processes on one PostgreSQL behave as one server: every step of a flow may land on
-//! either, and revocation, logout and key changes on one are seen by the other at once.
+//! either; revocation and logout on one count on the other within a second (at once on the one
+//! that did it), key changes within the refresh interval.
 
 use serde_json::json;
 
@@ -102,11 +103,26 @@ async fn two_replicas_share_one_store() {
                 == json!(true)
         }
     };
+    // Inactive on `base` within a second of `since`.
+    let inactive_within_a_second = |base: String, tok: String, since: std::time::Instant| {
+        let active = &active;
+        async move {
+            while active(base.clone(), tok.clone()).await {
+                if since.elapsed() > std::time::Duration::from_millis(1500) {
+                    return false;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            true
+        }
+    };
     assert!(active(b.clone(), at.clone()).await && active(a.clone(), at.clone()).await);
-    // Revoke on B: inactive on both, at once.
+    // Revoke on B: inactive on B at once, on A within a second.
     let (s, _) = post_form(&format!("{b}/oauth/v2/revoke"), (&client_id, &secret), &[("token", &at)]).await;
+    let revoked = std::time::Instant::now();
     assert_eq!(s, 200);
-    assert!(!active(a.clone(), at.clone()).await && !active(b.clone(), at.clone()).await);
+    assert!(!active(b.clone(), at.clone()).await);
+    assert!(inactive_within_a_second(a.clone(), at.clone(), revoked).await);
     // Refresh on B, then log out on A: the refreshed tokens die on both.
     let (s, t2) = post_form(
         &format!("{b}/oauth/v2/token"),
@@ -118,8 +134,10 @@ async fn two_replicas_share_one_store() {
     let at2 = t2["access_token"].as_str().unwrap().to_string();
     assert!(active(a.clone(), at2.clone()).await);
     let out = browser.get(&format!("{a}/oidc/v1/end_session")).await;
+    let ended = std::time::Instant::now();
     assert_eq!(out.status, 200);
-    assert!(!active(b.clone(), at2.clone()).await && !active(a.clone(), at2.clone()).await);
+    assert!(!active(a.clone(), at2.clone()).await);
+    assert!(inactive_within_a_second(b.clone(), at2.clone(), ended).await);
     let rt2 = t2["refresh_token"].as_str().unwrap();
     let (s, _) = post_form(
         &format!("{b}/oauth/v2/token"),

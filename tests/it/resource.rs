@@ -578,3 +578,69 @@ on_both!(nul_characters_are_client_errors_on_the_protocol_endpoints, |srv| {
     let r = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "al\0ice")]).await;
     assert!(r.status == 400 || r.status == 200, "{} {}", r.status, r.html);
 });
+
+// Each replica mirrors the revocation table; a revocation another replica wrote (here: written
+// straight into the store) counts here within a second, with no request to this replica.
+on_both!(a_revocation_written_elsewhere_counts_within_a_second, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let (_, _, project, t) = signed_in(srv, "openid", json!({})).await;
+    let (rs, rs_secret) = api_app(srv, &project).await;
+    let at = t["access_token"].as_str().unwrap().to_string();
+    let fields = [("token", at.as_str())];
+    let introspect = || form(srv, "/oauth/v2/introspect", Some((&rs, &rs_secret)), &fields);
+    assert_eq!(introspect().await.2["active"], json!(true));
+    let jti = latch::oauth::access::decode(&srv.state, &at).unwrap().jti;
+    {
+        let mut c = srv.state.db.conn().await.unwrap();
+        let key = latch::store::revocation::token_key(&jti);
+        latch::store::revocation::revoke(&mut c, &key, srv.state.clock.now(), srv.state.clock.now() + 3600)
+            .await
+            .unwrap();
+    }
+    let written = std::time::Instant::now();
+    loop {
+        if introspect().await.2["active"] == json!(false) {
+            break;
+        }
+        assert!(written.elapsed() < std::time::Duration::from_millis(1500), "still active after the revocation");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(userinfo(srv, &at).await.0, 401);
+    let key = latch::store::revocation::token_key(&jti);
+    assert_eq!(srv.state.revocations.check(&[key]), Some(true), "the replica's feed read it");
+});
+
+// The feed reads what committed since its last poll, however late a transaction commits
+// relative to the order its rows were written in, and leaves out what has expired.
+on_both!(the_revocation_feed_never_skips_a_late_commit, |srv| {
+    use latch::store::revocation::{revoke, since};
+    let db = &srv.state.db;
+    let now = srv.state.clock.now();
+    let mut c = db.conn().await.unwrap();
+    let (_, start) = since(&mut c, 0, now).await.unwrap();
+    // A transaction that writes first and commits last (SQLite has one writer: there the
+    // second write waits for the first to commit, so only PostgreSQL can interleave).
+    let mut late = db.begin().await.unwrap();
+    revoke(&mut late, "t:late", now, now + 60).await.unwrap();
+    if srv.backend == crate::harness::Backend::Postgres {
+        revoke(&mut c, "t:early", now, now + 60).await.unwrap();
+        revoke(&mut c, "t:expired", now, now - 1).await.unwrap();
+        let (keys, cursor) = since(&mut c, start, now).await.unwrap();
+        let names: Vec<&str> = keys.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["t:early"], "uncommitted and expired rows are not read");
+        late.commit().await.unwrap();
+        let (keys, _) = since(&mut c, cursor, now).await.unwrap();
+        let names: Vec<&str> = keys.iter().map(|(k, _)| k.as_str()).collect();
+        assert!(names.contains(&"t:late"), "the late commit is read on the next poll: {names:?}");
+    } else {
+        let (keys, cursor) = since(&mut c, start, now).await.unwrap();
+        assert!(keys.is_empty(), "uncommitted rows are not read");
+        late.commit().await.unwrap();
+        revoke(&mut c, "t:expired", now, now - 1).await.unwrap();
+        let (keys, next) = since(&mut c, cursor, now).await.unwrap();
+        assert_eq!(keys, [("t:late".to_string(), now + 60)]);
+        assert!(next > cursor);
+        let (keys, _) = since(&mut c, next, now).await.unwrap();
+        assert!(keys.is_empty(), "nothing is read twice");
+    }
+});

@@ -295,7 +295,16 @@ on_both!(refresh_rotation_and_reuse_detection, |srv| {
     )
     .await
     .err(400, "invalid_grant");
-    // Idle expiry (30 days by default).
+    // ... and its attempt did not use the token up: the right client still can.
+    let r5 = refresh(fresh, None).await;
+    let fresh = r5.ok()["refresh_token"].as_str().unwrap().to_string();
+    // Idle expiry (30 days by default), counted again from each rotation.
+    srv.clock.advance(29 * 86400);
+    let r6 = refresh(fresh, None).await;
+    let fresh = r6.ok()["refresh_token"].as_str().unwrap().to_string();
+    srv.clock.advance(29 * 86400);
+    let r7 = refresh(fresh, None).await;
+    let fresh = r7.ok()["refresh_token"].as_str().unwrap().to_string();
     srv.clock.advance(31 * 86400);
     refresh(fresh, None).await.err(400, "invalid_grant");
     // A client without the refresh grant gets no refresh token and may not refresh.

@@ -26,7 +26,7 @@ use crate::oidc::claims::{self, Subject};
 use crate::store::auth_request::AuthRequestRow;
 use crate::store::session::Session;
 use crate::store::user::User;
-use crate::store::{Conn, auth_request, code, session, to_json, user};
+use crate::store::{Conn, Source, auth_request, code, session, to_json, user};
 
 /// What an authorization code stands for, kept (as JSON) until it is redeemed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -231,7 +231,7 @@ pub fn shape(client: &OidcClient) -> Shape {
 }
 
 /// Loads a user's organization to make a token subject.
-pub async fn subject(state: &AppState, c: &mut Conn, u: User) -> crate::store::Result<Option<Subject>> {
+pub async fn subject(state: &AppState, c: &mut impl Source, u: User) -> crate::store::Result<Option<Subject>> {
     Ok(state.cache.org(c, &u.org_id).await?.map(|o| Subject { user: u, org: o }))
 }
 

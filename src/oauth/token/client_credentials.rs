@@ -14,7 +14,6 @@ use crate::oauth::error::{OAuthError, OAuthResult};
 use crate::oauth::form::Form;
 use crate::oauth::issue::{self, Grant, Shape};
 use crate::oauth::scope::Scopes;
-use crate::store::{app, user};
 
 pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthResult<TokenResponse> {
     let p = client_auth::presented(headers, form)?
@@ -24,9 +23,10 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     }
     let scopes = Scopes::parse(form.get("scope")?.unwrap_or(""))
         .ok_or_else(|| OAuthError::invalid_scope("the scope is malformed"))?;
-    let mut c = state.db.conn().await?;
-    let Some(u) = user::get_by_username(&mut c, &p.client_id).await?.filter(|u| u.machine().is_some()) else {
-        if app::get_by_client_id(&mut c, &p.client_id).await?.is_some() {
+    // Usually answered from the replica's caches without touching the store.
+    let mut c = state.db.lazy();
+    let Some(u) = state.cache.user_by_name(&mut c, &p.client_id).await?.filter(|u| u.machine().is_some()) else {
+        if state.cache.app(&mut c, &p.client_id).await?.is_some() {
             return Err(OAuthError::unauthorized_client("the client_credentials grant is for machine users"));
         }
         // Spend the time of a comparison so unknown names answer like wrong secrets.

@@ -100,6 +100,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         grant_id: grant_id.clone(),
         original_scopes: scopes.0.clone(),
         expires_at: None,
+        stored: None,
     });
     issue_tokens(state, &mut c, &g, shape(&client), refresh).await
 }

@@ -278,6 +278,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         grant_id: g.grant_id.clone().unwrap_or_default(),
         original_scopes: scopes.0.clone(),
         expires_at: None,
+        stored: None,
     });
     let mut r = issue_tokens(state, &mut c, &g, sh, refresh).await?;
     r.issued_token_type = Some(if requested_type == JWT { JWT } else { ACCESS_TOKEN });

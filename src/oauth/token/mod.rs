@@ -85,7 +85,7 @@ pub fn assertion_audiences(state: &AppState) -> [String; 2] {
 pub async fn revoke_grant(state: &AppState, c: &mut Conn, grant_id: &str) -> OAuthResult<()> {
     let now = state.clock.now();
     let life = issue::lifetimes(state, c).await?;
-    revocation::revoke(c, &revocation::grant_key(grant_id), now, now + life.longest_signed_token() + 60).await?;
+    state.revocations.revoke(c, &revocation::grant_key(grant_id), now, now + life.longest_signed_token() + 60).await?;
     let n = refresh_store::revoke_grant(c, grant_id, now).await?;
     tracing::warn!(grant_id, refresh_tokens = n, "grant revoked after a reused code or refresh token");
     Ok(())
@@ -107,6 +107,7 @@ pub async fn issue_tokens(
         None
     };
     let refresh_token = match refresh {
+        Some(RefreshPlan { stored: Some(token), .. }) => Some(token),
         Some(plan) => {
             let now = state.clock.now();
             let token = secret::new_secret();
@@ -150,4 +151,6 @@ pub struct RefreshPlan {
     pub grant_id: String,
     pub original_scopes: Vec<String>,
     pub expires_at: Option<i64>,
+    /// The token, when the rotation already stored it (the refresh grant's fast path).
+    pub stored: Option<String>,
 }

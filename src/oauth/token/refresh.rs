@@ -34,28 +34,50 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         return Err(OAuthError::unauthorized_client("the client may not use the refresh_token grant"));
     }
     let hash = secret::digest(token);
-    let row =
-        refresh::get(&mut c, &hash).await?.ok_or_else(|| OAuthError::invalid_grant("the refresh token is invalid"))?;
-    if row.client_id != client.app.client_id {
-        return Err(OAuthError::invalid_grant("the refresh token was issued to another client"));
-    }
-    if row.revoked_at.is_some() {
-        return Err(OAuthError::invalid_grant("the refresh token is revoked"));
-    }
-    if row.rotated_at.is_some() {
-        revoke_grant(state, &mut c, &row.grant_id).await?;
-        return Err(OAuthError::invalid_grant("the refresh token was used before; its chain is revoked"));
-    }
-    if row.expires_at <= now || row.idle_expires_at <= now {
-        return Err(OAuthError::invalid_grant("the refresh token has expired"));
+    // Without a narrower scope nothing below can refuse a live token for a reason that should
+    // leave it usable, so it is rotated first and its successor stored, in the same round trip
+    // that reads it; what is not live is read afterwards to say why. (Should a check below
+    // fail, the stored successor was never handed out and expires unused.)
+    let successor = secret::new_secret();
+    let renewed = match requested {
+        None => {
+            let idle = issue::lifetimes(state, &mut c).await?.refresh_token_idle_expiration;
+            let (client_id, next) = (&client.app.client_id, secret::digest(&successor));
+            refresh::rotate_live(&mut c, &hash, client_id, &next, now, idle).await?
+        }
+        Some(_) => None,
+    };
+    let was_rotated_here = renewed.is_some();
+    let row = match renewed {
+        Some(row) => row,
+        None => refresh::get(&mut c, &hash)
+            .await?
+            .ok_or_else(|| OAuthError::invalid_grant("the refresh token is invalid"))?,
+    };
+    if !was_rotated_here {
+        if row.client_id != client.app.client_id {
+            return Err(OAuthError::invalid_grant("the refresh token was issued to another client"));
+        }
+        if row.revoked_at.is_some() {
+            return Err(OAuthError::invalid_grant("the refresh token is revoked"));
+        }
+        if row.rotated_at.is_some() {
+            revoke_grant(state, &mut c, &row.grant_id).await?;
+            return Err(OAuthError::invalid_grant("the refresh token was used before; its chain is revoked"));
+        }
+        if row.expires_at <= now || row.idle_expires_at <= now {
+            return Err(OAuthError::invalid_grant("the refresh token has expired"));
+        }
     }
     let mut keys = vec![revocation::grant_key(&row.grant_id)];
     if let Some(sid) = &row.session_id {
         keys.push(revocation::session_key(sid));
     }
-    let (u, revoked) = user::get_checking_revocation(&mut c, &row.user_id, &keys)
-        .await?
-        .ok_or_else(|| OAuthError::invalid_grant("the user is not active"))?;
+    let found = match state.revocations.check(&keys) {
+        Some(revoked) => state.cache.user(&mut c, &row.user_id).await?.map(|u| (u, revoked)),
+        None => user::get_checking_revocation(&mut c, &row.user_id, &keys).await?,
+    };
+    let (u, revoked) = found.ok_or_else(|| OAuthError::invalid_grant("the user is not active"))?;
     if revoked {
         return Err(OAuthError::invalid_grant("the refresh token is revoked"));
     }
@@ -73,7 +95,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     }
     let subject =
         subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
-    if !refresh::rotate(&mut c, &hash, now).await? {
+    if !was_rotated_here && !refresh::rotate(&mut c, &hash, now).await? {
         // Another request rotated it a moment ago: treat as reuse.
         revoke_grant(state, &mut c, &row.grant_id).await?;
         return Err(OAuthError::invalid_grant("the refresh token was used before; its chain is revoked"));
@@ -92,7 +114,11 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         nonce: None,
         act: None,
     };
-    let plan =
-        RefreshPlan { grant_id: row.grant_id.clone(), original_scopes: data.scopes, expires_at: Some(row.expires_at) };
+    let plan = RefreshPlan {
+        grant_id: row.grant_id.clone(),
+        original_scopes: data.scopes,
+        expires_at: Some(row.expires_at),
+        stored: was_rotated_here.then_some(successor),
+    };
     issue_tokens(state, &mut c, &g, shape(&client), Some(plan)).await
 }
