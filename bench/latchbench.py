@@ -9,7 +9,6 @@
   access   pre-mints access tokens of the web application (refresh chains) as revocation bodies
   assertions  pre-signs jwt-bearer assertions with unique jti, one body per line
   startup  times starts of a server command until a URL answers 200
-  storm    full browser-style password logins at a fixed concurrency for a fixed time
   peer     one login at the peer (npm oidc-provider, bench/peer/op.mjs) through its
            devInteractions and the exchange of its code: the access token its introspection and
            userinfo scenarios use
@@ -443,50 +442,6 @@ def cmd_startup(a):
 
 
 # ---------------------------------------------------------------------------------------------
-# the login storm
-
-
-async def cmd_storm(a, state):
-    """`concurrency` browsers, each signing in from scratch (new cookie jar) again and again:
-    authorize, login page, login name, password (argon2id), code, token exchange."""
-    import aiohttp
-
-    app = state["apps"]["web"]
-    users = state["users"]
-    conn = aiohttp.TCPConnector(limit=a.concurrency)
-    done, errors, lat = [0], [0], []
-    t_end = time.perf_counter() + a.seconds
-    t0 = time.perf_counter()
-    cpu0 = time.process_time()
-
-    async def browser(i):
-        n = 0
-        while time.perf_counter() < t_end:
-            start = time.perf_counter()
-            try:
-                async with session(state["base"], connector=conn) as s:
-                    code = await sign_in(s, app["id"], "openid", users[(i + n * a.concurrency) % len(users)])
-                    await exchange(s, app, code)
-                if time.perf_counter() <= t_end:
-                    done[0] += 1
-                    lat.append(time.perf_counter() - start)
-            except Exception as e:  # noqa: BLE001 - counted and reported
-                errors[0] += 1
-                if errors[0] <= 3:
-                    log(f"login failed: {e!r}")
-            n += 1
-
-    await asyncio.gather(*(browser(i) for i in range(a.concurrency)))
-    elapsed = min(time.perf_counter(), t_end) - t0
-    client_cpu = (time.process_time() - cpu0) / (time.perf_counter() - t0)
-    await conn.close()
-    lat.sort()
-    pct = lambda p: round(lat[min(len(lat) - 1, int(p * len(lat)))] * 1000, 1) if lat else 0.0
-    print(json.dumps({"logins": done[0], "errors": errors[0], "seconds": round(elapsed, 2),
-                      "per_s": round(done[0] / elapsed, 1), "p50_ms": pct(0.50), "p99_ms": pct(0.99),
-                      "client_cpu_pct": round(100 * client_cpu)}))
-
-# ---------------------------------------------------------------------------------------------
 # the report
 
 # Goals from the issues. rps: requests/s at the peak; rsa: share of the RSA-2048 signing
@@ -671,7 +626,7 @@ def cmd_report(a):
         if r.get("share_of_argon2_ceiling") is not None:
             notes.append(f"{r['share_of_argon2_ceiling']:.0%} of the argon2 ceiling")
         if r.get("client_cpu_pct") is not None:
-            notes.append(f"the Python client used {r['client_cpu_pct']:.0f}% CPU")
+            notes.append(f"the load client (bench/storm) used {r['client_cpu_pct']:.0f}% CPU")
         if notes:
             print(f"  {r['store']} {r['name']}: " + "; ".join(notes))
     # The server as a whole: idle RSS, the heaviest wrk scenario's peak RSS, start-up to ready.
@@ -821,10 +776,6 @@ def main():
     x.add_argument("--url", required=True)
     x.add_argument("--log", required=True)
     x.add_argument("command", nargs=argparse.REMAINDER)
-    x = sub.add_parser("storm")
-    x.add_argument("--state", required=True)
-    x.add_argument("--concurrency", type=int, required=True)
-    x.add_argument("--seconds", type=float, default=10)
     x = sub.add_parser("transfer")
     x.add_argument("--base", required=True)
     x.add_argument("--pat", required=True)
@@ -848,7 +799,7 @@ def main():
         state = json.load(f)
     if a.cmd == "assertions":
         return cmd_assertions(a, state)
-    fn = {"codes": cmd_codes, "refresh": cmd_refresh, "access": cmd_access, "storm": cmd_storm}[a.cmd]
+    fn = {"codes": cmd_codes, "refresh": cmd_refresh, "access": cmd_access}[a.cmd]
     asyncio.run(fn(a, state))
 
 
