@@ -1,5 +1,5 @@
 //! A short-lived cache of configuration the protocol endpoints read on every request:
-//! applications by client id, projects, organizations and the token lifetimes. They change
+//! applications by client id, projects, organizations, the token lifetimes and the login policy. They change
 //! rarely and only through the APIs, so each replica keeps what it read for [`TTL`]:
 //!
 //! - on the replica that made a change, the API clears the cache when the change is answered
@@ -18,7 +18,7 @@ use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::domain::settings::OidcSettings;
+use crate::domain::settings::{LoginPolicy, OidcSettings};
 use crate::store::app::App;
 use crate::store::org::Org;
 use crate::store::project::Project;
@@ -69,6 +69,7 @@ pub struct ConfigCache {
     projects: Ttl<Option<Project>>,
     orgs: Ttl<Option<Org>>,
     oidc: Ttl<OidcSettings>,
+    login: Ttl<LoginPolicy>,
     users: Ttl<Option<User>>,
     /// User ids by folded user name.
     user_names: Ttl<Option<String>>,
@@ -83,6 +84,7 @@ impl Default for ConfigCache {
             projects: Ttl::new(),
             orgs: Ttl::new(),
             oidc: Ttl::new(),
+            login: Ttl::new(),
             users: Ttl::new(),
             user_names: Ttl::new(),
             generation: AtomicU64::new(0),
@@ -127,6 +129,12 @@ impl ConfigCache {
         self.cached(&self.oidc, "", load).await
     }
 
+    /// The instance's login policy.
+    pub async fn login_policy(&self, c: &mut impl Source) -> Result<LoginPolicy> {
+        let load = async { Ok(setting::load::<LoginPolicy>(c.conn().await?, setting::INSTANCE).await?.value) };
+        self.cached(&self.login, "", load).await
+    }
+
     /// A user by id, for the token paths.
     pub async fn user(&self, c: &mut impl Source, user_id: &str) -> Result<Option<User>> {
         self.cached(&self.users, user_id, async { user::get(c.conn().await?, user_id).await }).await
@@ -159,6 +167,7 @@ impl ConfigCache {
         self.projects.clear();
         self.orgs.clear();
         self.oidc.clear();
+        self.login.clear();
         self.users.clear();
         self.user_names.clear();
     }

@@ -16,7 +16,7 @@ use crate::oauth::authorize::{self, browser_sessions, request_id};
 use crate::oauth::client::{self, OidcClient};
 use crate::store::auth_request::AuthRequestRow;
 use crate::store::user::User;
-use crate::store::{Conn, StoreError, auth_request, from_json, session, setting, to_json, user};
+use crate::store::{Conn, StoreError, auth_request, from_json, session, to_json, user};
 
 /// Where the flow begins.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,6 +132,12 @@ impl Flow {
         Ok(())
     }
 
+    /// Whether [`next_step`](Self::next_step) may answer [`Step::Select`] (only then does it
+    /// look at `has_sessions`).
+    pub fn may_select(&self) -> bool {
+        self.user.is_none() && self.progress.login_name.is_none() && self.progress.start == Start::Select
+    }
+
     pub fn next_step(&self, has_sessions: bool) -> Step {
         let p = &self.progress;
         let Some(u) = &self.user else {
@@ -182,8 +188,8 @@ impl Flow {
     }
 }
 
-pub async fn login_policy(c: &mut Conn) -> crate::store::Result<LoginPolicy> {
-    Ok(setting::load::<LoginPolicy>(c, setting::INSTANCE).await?.value)
+pub async fn login_policy(state: &AppState, c: &mut Conn) -> crate::store::Result<LoginPolicy> {
+    state.cache.login_policy(c).await
 }
 
 /// Shows the page of the next step, or finishes when nothing is left.
@@ -195,12 +201,17 @@ pub async fn show(
     error: Option<String>,
     info: Option<String>,
 ) -> Response {
-    let sessions = match browser_sessions(c, &f.browser, state.clock.now()).await {
-        Ok(s) => s,
-        Err(e) => return store_fail(f.t, headers, e),
+    // The browser's sessions matter only where the account choice may be the next step.
+    let sessions = if f.may_select() {
+        match browser_sessions(c, &f.browser, state.clock.now()).await {
+            Ok(s) => s,
+            Err(e) => return store_fail(f.t, headers, e),
+        }
+    } else {
+        Vec::new()
     };
     let step = f.next_step(!sessions.is_empty());
-    let policy = match login_policy(c).await {
+    let policy = match login_policy(state, c).await {
         Ok(p) => p,
         Err(e) => return store_fail(f.t, headers, e),
     };
@@ -329,7 +340,7 @@ pub async fn finish(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap
         },
         None => {
             let auth_time = f.progress.password_at.unwrap_or(now);
-            let lifetime = match login_policy(c).await {
+            let lifetime = match login_policy(state, c).await {
                 Ok(p) => p.password_check_lifetime,
                 Err(e) => return store_fail(t, headers, e),
             };

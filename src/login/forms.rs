@@ -8,7 +8,7 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::flow::{Flow, Start, fail, show, store_fail};
+use super::flow::{Flow, Start, Step, fail, show, store_fail};
 use super::i18n::Texts;
 use crate::app::AppState;
 use crate::domain::enums::UserState;
@@ -267,7 +267,9 @@ pub async fn password(
             return show(&state, &mut c, f, &headers, Some(t.err_inactive.to_string()), None).await;
         }
     }
-    if let Err(e) = user::password_ok(&mut c, &u.user_id).await {
+    if u.human().is_some_and(|h| h.failed_password_attempts > 0)
+        && let Err(e) = user::password_ok(&mut c, &u.user_id).await
+    {
         return store_fail(t, &headers, e);
     }
     if state.hasher.needs_rehash(&hash) {
@@ -288,7 +290,11 @@ pub async fn password(
     }
     f.progress.password_at = Some(now);
     f.progress.amr = vec!["pwd".into()];
-    if let Err(e) = f.save(&mut c).await {
+    // When nothing is left to do, the request is finished (and deleted) right away: its
+    // progress need not be written first.
+    if f.next_step(false) != Step::Done
+        && let Err(e) = f.save(&mut c).await
+    {
         return store_fail(t, &headers, e);
     }
     show(&state, &mut c, f, &headers, None, None).await
@@ -348,7 +354,7 @@ pub async fn register(
         Err(r) => return r,
     };
     let t = f.t;
-    let policy = match super::flow::login_policy(&mut c).await {
+    let policy = match super::flow::login_policy(&state, &mut c).await {
         Ok(p) => p,
         Err(e) => return store_fail(t, &headers, e),
     };
@@ -429,7 +435,11 @@ pub async fn register(
     };
     f.progress.password_at = Some(now);
     f.progress.amr = vec!["pwd".into()];
-    if let Err(e) = f.save(&mut c).await {
+    // When nothing is left to do, the request is finished (and deleted) right away: its
+    // progress need not be written first.
+    if f.next_step(false) != Step::Done
+        && let Err(e) = f.save(&mut c).await
+    {
         return store_fail(t, &headers, e);
     }
     show(&state, &mut c, f, &headers, None, None).await

@@ -65,17 +65,26 @@ on_both!(wrong_passwords_lockout_and_no_enumeration, |srv| {
     assert!(unknown.html.contains("The login name or the password is wrong."));
     assert_eq!(srv.count("session").await, 0);
     assert_eq!(srv.count("auth_code").await, 0);
-    // Two more failures lock alice; then even the right password is refused.
-    for _ in 0..2 {
+    let alice = || async {
+        let mut c = srv.state.db.conn().await.unwrap();
+        latch::store::user::get_by_username(&mut c, "alice").await.unwrap().unwrap()
+    };
+    let failures = |u: &latch::store::user::User| u.human().unwrap().failed_password_attempts;
+    assert_eq!(failures(&alice().await), 1);
+    // The right password (in another browser) starts the count again.
+    let b2 = Browser::new(srv);
+    let (id2, page2) = start(srv, &b2, &[]).await;
+    assert_eq!(b2.sign_in(&id2, &page2, "alice", "Wonder-land1").await.status, 303);
+    assert_eq!(failures(&alice().await), 0);
+    // Three failures lock alice; then even the right password is refused.
+    for _ in 0..3 {
         b.sign_in(&id, &page, "alice", "wrong-password").await;
     }
-    let mut c = srv.state.db.conn().await.unwrap();
-    let u = latch::store::user::get_by_username(&mut c, "alice").await.unwrap().unwrap();
+    let u = alice().await;
     assert_eq!(u.state, latch::domain::enums::UserState::Locked);
-    drop(c);
     let locked = b.sign_in(&id, &page, "alice", "Wonder-land1").await;
     assert!(locked.html.contains("locked"), "{}", locked.html);
-    assert_eq!(srv.count("session").await, 0);
+    assert_eq!(srv.count("session").await, 1, "only the one of the other browser");
     // Unlocked by an administrator, alice signs in and the counter starts again.
     srv.post(&format!("/management/v1/users/{}/_unlock", u.user_id), json!({})).await.ok();
     let ok = b.sign_in(&id, &page, "alice", "Wonder-land1").await;

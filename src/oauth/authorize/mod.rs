@@ -246,7 +246,10 @@ pub async fn complete(
     s: &Session,
 ) -> crate::store::Result<Response> {
     let now = state.clock.now();
-    session::touch(c, &s.session_id, now).await?;
+    // A session created or renewed this second was stored with this time already.
+    if s.last_used_at < now {
+        session::touch(c, &s.session_id, now).await?;
+    }
     crate::oidc::backchannel::note(c, client, s).await?;
     let Some(subject) = subject(state, c, u).await? else {
         return Ok(pages::error_page(t, StatusCode::BAD_REQUEST, "the account has no organization", ""));
