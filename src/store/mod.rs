@@ -18,6 +18,7 @@ pub mod revocation;
 pub mod session;
 pub mod session_client;
 pub mod setting;
+pub mod sqlite_busy;
 pub mod token_key;
 pub mod user;
 pub mod user_code;
@@ -168,6 +169,7 @@ impl Db {
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
         sqlx::any::install_default_drivers();
         let (backend, url) = if url.starts_with("sqlite:") {
+            sqlite_busy::install();
             (Backend::Sqlite, prepare_sqlite_url(url)?)
         } else {
             (Backend::Postgres, url.to_string())
@@ -202,6 +204,11 @@ impl Db {
                              PRAGMA case_sensitive_like = ON;",
                         )
                         .await?;
+                        // Waits for the write lock in short steps (see sqlite_busy).
+                        let enabled: i64 = sqlx::query_scalar(sqlite_busy::ENABLE).fetch_one(&mut *conn).await?;
+                        if enabled != 1 {
+                            return Err(sqlx::Error::Protocol("the SQLite busy handler was refused".into()));
+                        }
                     }
                     Ok(())
                 })

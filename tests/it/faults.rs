@@ -420,3 +420,67 @@ async fn killed_during_an_import_leaves_whole_organizations() {
         "kill -9 during an import: {whole} of {orgs} organizations were whole, the rest absent; the re-run added {created}"
     );
 }
+
+/// The SQLite writers of a server wait for each other through latch's busy handler
+/// (src/store/sqlite_busy.rs): a write blocked by another connection's write transaction goes on
+/// once that commits, the commits are announced (the handler's WAL hook is installed on every
+/// pooled connection), the write-ahead log is still checkpointed, and a write blocked for longer
+/// than the limit fails as "unavailable" (a 503) instead of hanging.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_writers_wait_for_the_lock_and_give_up_in_time() {
+    use latch::store::{Db, StoreError, sqlite_busy};
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/locks.db", dir.path().display());
+    let db = Db::connect(&url, 4).await.unwrap();
+    let mut c = db.conn().await.unwrap();
+    sqlx::query("CREATE TABLE t (x INTEGER NOT NULL, pad BLOB)").execute(&mut *c).await.unwrap();
+    drop(c);
+    let commits = sqlite_busy::commits();
+
+    // One transaction holds the write lock; a write on another connection waits for it.
+    let mut holder = db.begin().await.unwrap();
+    sqlx::query("INSERT INTO t (x) VALUES (1)").execute(&mut *holder).await.unwrap();
+    let (db2, committed_at) = (db.clone(), Arc::new(std::sync::Mutex::new(None::<Instant>)));
+    let seen = committed_at.clone();
+    let waiter = tokio::spawn(async move {
+        let mut c = db2.conn().await.unwrap();
+        let r = sqlx::query("INSERT INTO t (x) VALUES (2)").execute(&mut *c).await;
+        (r.map(|_| ()).map_err(StoreError::from), Instant::now(), *seen.lock().unwrap())
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished(), "the second writer waits while the lock is held");
+    *committed_at.lock().unwrap() = Some(Instant::now());
+    holder.commit().await.unwrap();
+    let (result, done_at, commit) = tokio::time::timeout(Duration::from_secs(10), waiter).await.unwrap().unwrap();
+    result.expect("the waiting write goes through after the commit");
+    assert!(done_at >= commit.expect("finished after the commit was started"));
+    assert!(sqlite_busy::commits() >= commits + 2, "both commits announced");
+    let mut c = db.conn().await.unwrap();
+    let rows: Vec<(i64,)> = sqlx::query_as("SELECT x FROM t ORDER BY x").fetch_all(&mut *c).await.unwrap();
+    assert_eq!(rows, vec![(1,), (2,)]);
+
+    // The log is checkpointed as SQLite's own hook would (every 1,000 pages): 3,000 commits of
+    // 4 KiB leave it far below their 12 MB.
+    for i in 0..3000 {
+        sqlx::query("INSERT INTO t (x, pad) VALUES ($1, zeroblob(4096))").bind(i).execute(&mut *c).await.unwrap();
+    }
+    let wal = std::fs::metadata(dir.path().join("locks.db-wal")).unwrap().len();
+    assert!(wal < 8 << 20, "write-ahead log of {wal} bytes: not checkpointed");
+    drop(c);
+
+    // A lock held past the limit: the write fails as unavailable, in time.
+    let mut holder = db.begin().await.unwrap();
+    sqlx::query("INSERT INTO t (x) VALUES (3)").execute(&mut *holder).await.unwrap();
+    let mut c = db.conn().await.unwrap();
+    let started = Instant::now();
+    let r = tokio::time::timeout(
+        sqlite_busy::GIVE_UP + Duration::from_secs(10),
+        sqlx::query("INSERT INTO t (x) VALUES (4)").execute(&mut *c),
+    )
+    .await
+    .expect("the blocked write gives up instead of hanging");
+    let e = StoreError::from(r.expect_err("the lock was never released"));
+    assert!(matches!(e, StoreError::Unavailable(_)), "{e:?}");
+    assert!(started.elapsed() >= sqlite_busy::GIVE_UP);
+    holder.rollback().await.unwrap();
+}

@@ -1,0 +1,171 @@
+//! How a SQLite connection waits for the write lock another connection holds.
+//!
+//! SQLite lets one connection write at a time. Its own busy handler (what `busy_timeout` sets)
+//! sleeps 1, 2, 5, 10, 15, 20, 25 ... 100 ms between tries, while a write of latch holds the lock
+//! for tens of microseconds: under a steady stream of writes a waiting connection sleeps through
+//! many free moments and loses the lock to connections that did not sleep, so a few writes wait
+//! tens of milliseconds (the p99 of the token exchange and of refresh on SQLite).
+//!
+//! latch's connections instead wait for the lock to be released: every commit of this process
+//! wakes the waiting connections at once (SQLite's WAL hook runs after a commit has released the
+//! lock), and a waiter also tries again after at most [`MAX_PAUSE`], for releases no commit
+//! announces (a rollback, another process). It gives up after [`GIVE_UP`], as `busy_timeout =
+//! 5000` did (the request is then answered 503). Taking over the WAL hook means taking over what
+//! SQLite's own hook did: a passive checkpoint once the log holds [`CHECKPOINT_PAGES`] pages.
+//!
+//! sqlx does not hand out the raw handle of a connection in a pool of `Any` connections, so the
+//! hooks are installed through SQLite itself: [`install`] registers an auto-extension that gives
+//! every new connection the SQL function `latch_busy_wait()`, and [`ENABLE`] (run when a
+//! connection is opened, after sqlx set its own timeout) installs them on the calling connection.
+
+use std::cell::Cell;
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::{Condvar, Mutex, Once};
+use std::time::{Duration, Instant};
+
+use libsqlite3_sys as ffi;
+
+/// Run on a new connection: switches it to latch's busy handler; answers 1.
+pub const ENABLE: &str = "SELECT latch_busy_wait()";
+
+/// How long a connection waits for the lock before the statement fails with `SQLITE_BUSY`.
+pub const GIVE_UP: Duration = Duration::from_secs(5);
+
+/// The longest a waiter sleeps between two tries.
+pub const MAX_PAUSE: Duration = Duration::from_millis(1);
+
+/// SQLite's default auto-checkpoint threshold, kept.
+const CHECKPOINT_PAGES: c_int = 1000;
+
+/// Commits of this process so far, and the waiters to wake on each.
+static COMMITS: Mutex<u64> = Mutex::new(0);
+static COMMITTED: Condvar = Condvar::new();
+
+thread_local! {
+    /// When the connection of this thread began to wait, and the commit count it last saw
+    /// (sqlx runs each SQLite connection on a thread of its own).
+    static WAIT: Cell<(Option<Instant>, u64)> = const { Cell::new((None, 0)) };
+}
+
+/// Commits counted so far.
+pub fn commits() -> u64 {
+    *COMMITS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Waits until a commit after `seen` or for `at_most`; answers the commit count.
+fn wait_for_commit(seen: u64, at_most: Duration) -> u64 {
+    let guard = COMMITS.lock().unwrap_or_else(|e| e.into_inner());
+    let (guard, _) = COMMITTED.wait_timeout_while(guard, at_most, |n| *n == seen).unwrap_or_else(|e| e.into_inner());
+    *guard
+}
+
+/// SQLite's busy callback: nonzero to try again, zero to give up. The first try again comes at
+/// once (the holder may be done already); later ones after a commit, or [`MAX_PAUSE`].
+unsafe extern "C" fn busy(_arg: *mut c_void, count: c_int) -> c_int {
+    let now = Instant::now();
+    let (since, seen) = WAIT.try_with(Cell::get).unwrap_or((None, 0));
+    let (since, seen) = match since {
+        Some(t) if count > 0 => (t, seen),
+        _ => {
+            let seen = commits();
+            let _ = WAIT.try_with(|w| w.set((Some(now), seen)));
+            std::thread::yield_now();
+            return 1;
+        }
+    };
+    if now.duration_since(since) >= GIVE_UP {
+        return 0;
+    }
+    let seen = wait_for_commit(seen, MAX_PAUSE);
+    let _ = WAIT.try_with(|w| w.set((Some(since), seen)));
+    1
+}
+
+/// SQLite's WAL hook, called after each commit with the pages now in the log: wakes the
+/// waiting connections, and checkpoints as SQLite's own hook would.
+unsafe extern "C" fn committed(_arg: *mut c_void, db: *mut ffi::sqlite3, name: *const c_char, pages: c_int) -> c_int {
+    {
+        let mut n = COMMITS.lock().unwrap_or_else(|e| e.into_inner());
+        *n = n.wrapping_add(1);
+    }
+    COMMITTED.notify_all();
+    if pages >= CHECKPOINT_PAGES {
+        // SAFETY: SQLite passes the committing connection and the schema name; a passive
+        // checkpoint from the WAL hook is what sqlite3WalDefaultHook does.
+        unsafe {
+            ffi::sqlite3_wal_checkpoint_v2(
+                db,
+                name,
+                ffi::SQLITE_CHECKPOINT_PASSIVE,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            );
+        }
+    }
+    ffi::SQLITE_OK
+}
+
+/// `latch_busy_wait()`: installs [`busy`] and [`committed`] on the connection that calls it.
+unsafe extern "C" fn enable(ctx: *mut ffi::sqlite3_context, _argc: c_int, _argv: *mut *mut ffi::sqlite3_value) {
+    // SAFETY: SQLite calls this with a valid context of a connection that is executing it.
+    unsafe {
+        let db = ffi::sqlite3_context_db_handle(ctx);
+        let rc = ffi::sqlite3_busy_handler(db, Some(busy), std::ptr::null_mut());
+        ffi::sqlite3_wal_hook(db, Some(committed), std::ptr::null_mut());
+        ffi::sqlite3_result_int(ctx, c_int::from(rc == ffi::SQLITE_OK));
+    }
+}
+
+/// The auto-extension: registers `latch_busy_wait()` on a connection being opened.
+unsafe extern "C" fn register(
+    db: *mut ffi::sqlite3,
+    _err: *mut *mut c_char,
+    _api: *const ffi::sqlite3_api_routines,
+) -> c_int {
+    // SAFETY: SQLite calls auto-extensions with the connection it is opening. DIRECTONLY keeps
+    // the function out of triggers and views.
+    unsafe {
+        ffi::sqlite3_create_function_v2(
+            db,
+            c"latch_busy_wait".as_ptr(),
+            0,
+            ffi::SQLITE_UTF8 | ffi::SQLITE_DIRECTONLY,
+            std::ptr::null_mut(),
+            Some(enable),
+            None,
+            None,
+            None,
+        )
+    }
+}
+
+/// Registers the auto-extension once per process; connections opened afterwards can run
+/// [`ENABLE`].
+pub fn install() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `register` has the signature SQLite expects of an extension entry point.
+        let rc = unsafe { ffi::sqlite3_auto_extension(Some(register)) };
+        if rc != ffi::SQLITE_OK {
+            tracing::error!(code = rc, "cannot register latch's SQLite busy handler");
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_commit_wakes_a_waiter_and_nothing_waits_longer_than_the_pause() {
+        let seen = commits();
+        let t = Instant::now();
+        assert_eq!(wait_for_commit(seen, Duration::from_millis(20)), seen, "no commit meanwhile");
+        assert!(t.elapsed() >= Duration::from_millis(20));
+        let waiter = std::thread::spawn(move || wait_for_commit(seen, Duration::from_secs(30)));
+        std::thread::sleep(Duration::from_millis(20));
+        // SAFETY: the hook only touches the database when the page count calls for a checkpoint.
+        unsafe { committed(std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null(), 0) };
+        assert!(waiter.join().unwrap() > seen);
+    }
+}
