@@ -10,7 +10,6 @@ use super::cookie::{self, Browser};
 use super::i18n::{self, Texts};
 use super::pages;
 use crate::app::AppState;
-use crate::domain::settings::LoginPolicy;
 use crate::oauth::authorize::request::AuthParams;
 use crate::oauth::authorize::{self, browser_sessions, request_id};
 use crate::oauth::client::{self, OidcClient};
@@ -132,6 +131,17 @@ impl Flow {
         Ok(())
     }
 
+    /// Records that a password was just verified. The progress is written only when a step is
+    /// left: a request with nothing left is finished (and deleted) right away by [`show`].
+    pub async fn password_verified(&mut self, c: &mut Conn, now: i64) -> crate::store::Result<()> {
+        self.progress.password_at = Some(now);
+        self.progress.amr = vec!["pwd".into()];
+        if self.next_step(false) != Step::Done {
+            self.save(c).await?;
+        }
+        Ok(())
+    }
+
     /// Whether [`next_step`](Self::next_step) may answer [`Step::Select`] (only then does it
     /// look at `has_sessions`).
     pub fn may_select(&self) -> bool {
@@ -188,10 +198,6 @@ impl Flow {
     }
 }
 
-pub async fn login_policy(state: &AppState, c: &mut Conn) -> crate::store::Result<LoginPolicy> {
-    state.cache.login_policy(c).await
-}
-
 /// Shows the page of the next step, or finishes when nothing is left.
 pub async fn show(
     state: &AppState,
@@ -211,7 +217,7 @@ pub async fn show(
         Vec::new()
     };
     let step = f.next_step(!sessions.is_empty());
-    let policy = match login_policy(state, c).await {
+    let policy = match state.cache.login_policy(c).await {
         Ok(p) => p,
         Err(e) => return store_fail(f.t, headers, e),
     };
@@ -340,7 +346,7 @@ pub async fn finish(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap
         },
         None => {
             let auth_time = f.progress.password_at.unwrap_or(now);
-            let lifetime = match login_policy(state, c).await {
+            let lifetime = match state.cache.login_policy(c).await {
                 Ok(p) => p.password_check_lifetime,
                 Err(e) => return store_fail(t, headers, e),
             };

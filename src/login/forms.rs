@@ -8,7 +8,7 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::flow::{Flow, Start, Step, fail, show, store_fail};
+use super::flow::{Flow, Start, fail, show, store_fail};
 use super::i18n::Texts;
 use crate::app::AppState;
 use crate::domain::enums::UserState;
@@ -288,13 +288,7 @@ pub async fn password(
             Err(e) => tracing::warn!(error = %e, "re-hashing a password failed"),
         }
     }
-    f.progress.password_at = Some(now);
-    f.progress.amr = vec!["pwd".into()];
-    // When nothing is left to do, the request is finished (and deleted) right away: its
-    // progress need not be written first.
-    if f.next_step(false) != Step::Done
-        && let Err(e) = f.save(&mut c).await
-    {
+    if let Err(e) = f.password_verified(&mut c, now).await {
         return store_fail(t, &headers, e);
     }
     show(&state, &mut c, f, &headers, None, None).await
@@ -354,7 +348,7 @@ pub async fn register(
         Err(r) => return r,
     };
     let t = f.t;
-    let policy = match super::flow::login_policy(&state, &mut c).await {
+    let policy = match state.cache.login_policy(&mut c).await {
         Ok(p) => p,
         Err(e) => return store_fail(t, &headers, e),
     };
@@ -433,13 +427,7 @@ pub async fn register(
         Ok(u) => u,
         Err(e) => return store_fail(t, &headers, e),
     };
-    f.progress.password_at = Some(now);
-    f.progress.amr = vec!["pwd".into()];
-    // When nothing is left to do, the request is finished (and deleted) right away: its
-    // progress need not be written first.
-    if f.next_step(false) != Step::Done
-        && let Err(e) = f.save(&mut c).await
-    {
+    if let Err(e) = f.password_verified(&mut c, now).await {
         return store_fail(t, &headers, e);
     }
     show(&state, &mut c, f, &headers, None, None).await
