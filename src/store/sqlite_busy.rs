@@ -20,6 +20,7 @@
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, Once};
 use std::time::{Duration, Instant};
 
@@ -37,8 +38,11 @@ pub const MAX_PAUSE: Duration = Duration::from_millis(1);
 /// SQLite's default auto-checkpoint threshold, kept.
 const CHECKPOINT_PAGES: c_int = 1000;
 
-/// Commits of this process so far, and the waiters to wake on each.
-static COMMITS: Mutex<u64> = Mutex::new(0);
+/// Commits of this process so far. A commit with nobody waiting only counts (no lock, no
+/// wake-up call); waiters register in `WAITERS` and sleep on `COMMITTED`.
+static COMMITS: AtomicU64 = AtomicU64::new(0);
+static WAITERS: AtomicUsize = AtomicUsize::new(0);
+static LOCK: Mutex<()> = Mutex::new(());
 static COMMITTED: Condvar = Condvar::new();
 
 thread_local! {
@@ -49,14 +53,19 @@ thread_local! {
 
 /// Commits counted so far.
 pub fn commits() -> u64 {
-    *COMMITS.lock().unwrap_or_else(|e| e.into_inner())
+    COMMITS.load(Ordering::SeqCst)
 }
 
-/// Waits until a commit after `seen` or for `at_most`; answers the commit count.
+/// Waits until a commit after `seen` or for `at_most`; answers the commit count. The waiter
+/// registers before it reads the count and a commit counts before it looks for waiters, so one
+/// of the two always sees the other (and `at_most` bounds any wait regardless).
 fn wait_for_commit(seen: u64, at_most: Duration) -> u64 {
-    let guard = COMMITS.lock().unwrap_or_else(|e| e.into_inner());
-    let (guard, _) = COMMITTED.wait_timeout_while(guard, at_most, |n| *n == seen).unwrap_or_else(|e| e.into_inner());
-    *guard
+    WAITERS.fetch_add(1, Ordering::SeqCst);
+    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let waited = COMMITTED.wait_timeout_while(guard, at_most, |_| commits() == seen);
+    drop(waited.unwrap_or_else(|e| e.into_inner()));
+    WAITERS.fetch_sub(1, Ordering::SeqCst);
+    commits()
 }
 
 /// SQLite's busy callback: nonzero to try again, zero to give up. The first try again comes at
@@ -84,11 +93,12 @@ unsafe extern "C" fn busy(_arg: *mut c_void, count: c_int) -> c_int {
 /// SQLite's WAL hook, called after each commit with the pages now in the log: wakes the
 /// waiting connections, and checkpoints as SQLite's own hook would.
 unsafe extern "C" fn committed(_arg: *mut c_void, db: *mut ffi::sqlite3, name: *const c_char, pages: c_int) -> c_int {
-    {
-        let mut n = COMMITS.lock().unwrap_or_else(|e| e.into_inner());
-        *n = n.wrapping_add(1);
+    COMMITS.fetch_add(1, Ordering::SeqCst);
+    if WAITERS.load(Ordering::SeqCst) > 0 {
+        // Taken so that a waiter between its check and its sleep is not passed by.
+        drop(LOCK.lock().unwrap_or_else(|e| e.into_inner()));
+        COMMITTED.notify_all();
     }
-    COMMITTED.notify_all();
     if pages >= CHECKPOINT_PAGES {
         // SAFETY: SQLite passes the committing connection and the schema name; a passive
         // checkpoint from the WAL hook is what sqlite3WalDefaultHook does.
