@@ -9,7 +9,8 @@
 //! Users are cached the same way for the token paths only (a token's user on introspection and
 //! userinfo, a machine user on `client_credentials`): deactivating, locking or deleting a user,
 //! or changing a machine secret, goes through the API and so shows at once on that replica and
-//! within [`TTL`] elsewhere. Sign-in never reads this cache. Tokens, sessions and codes are never
+//! within [`TTL`] elsewhere. Sign-in never reads this cache, but it keeps the user it read
+//! fresh, for the code exchange that follows. Tokens, sessions and codes are never
 //! cached; revocations have their own mirror (`crate::revocations`). Absent entries are cached
 //! too, so a flood of unknown client ids costs one query per id and second.
 
@@ -138,6 +139,19 @@ impl ConfigCache {
     /// A user by id, for the token paths.
     pub async fn user(&self, c: &mut impl Source, user_id: &str) -> Result<Option<User>> {
         self.cached(&self.users, user_id, async { user::get(c.conn().await?, user_id).await }).await
+    }
+
+    /// The generation to pass to [`remember_user`](Self::remember_user): read it before the read.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Keeps a user that was just read from the store (by sign-in, which reads fresh) for the
+    /// token paths, unless the cache was cleared since `since` (the read may predate a change).
+    pub fn remember_user(&self, since: u64, u: &User) {
+        if self.generation.load(Ordering::Acquire) == since {
+            self.users.put(&u.user_id, Some(u.clone()));
+        }
     }
 
     /// A user by user name (case-insensitively), for the token paths.

@@ -15,7 +15,7 @@ use crate::oauth::authorize::{self, browser_sessions, request_id};
 use crate::oauth::client::{self, OidcClient};
 use crate::store::auth_request::AuthRequestRow;
 use crate::store::user::User;
-use crate::store::{Conn, StoreError, auth_request, from_json, session, to_json, user};
+use crate::store::{Conn, StoreError, auth_request, from_json, session, to_json};
 
 /// Where the flow begins.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,8 +88,11 @@ impl Flow {
     /// Loads request `id`; it must be live and belong to this browser.
     pub async fn load(state: &AppState, c: &mut Conn, id: &str, headers: &HeaderMap) -> Result<Flow, Halt> {
         let t0 = i18n::choose(&[], headers);
-        let row = auth_request::get(c, id).await.map_err(|e| store_fail(t0, headers, e))?;
-        let Some(row) = row.filter(|r| r.expires_at > state.clock.now()) else {
+        // The user is read fresh (sign-in never trusts the cache), and remembered for the token
+        // paths: the code exchange that follows a sign-in finds it there.
+        let since = state.cache.generation();
+        let found = auth_request::get_with_user(c, id).await.map_err(|e| store_fail(t0, headers, e))?;
+        let Some((row, user)) = found.filter(|(r, _)| r.expires_at > state.clock.now()) else {
             return Err(fail(t0, headers, StatusCode::BAD_REQUEST, t0.err_expired));
         };
         let params: AuthParams =
@@ -104,10 +107,9 @@ impl Flow {
             .await
             .map_err(|e| store_fail(t, headers, e))?
             .ok_or_else(|| fail(t, headers, StatusCode::BAD_REQUEST, "the application is no longer available"))?;
-        let user = match &row.user_id {
-            Some(uid) => user::get(c, uid).await.map_err(|e| store_fail(t, headers, e))?,
-            None => None,
-        };
+        if let Some(u) = &user {
+            state.cache.remember_user(since, u);
+        }
         Ok(Flow { row, params, client, progress, browser, t, request_id: request_id(headers), user })
     }
 

@@ -1,7 +1,9 @@
 //! Pending authorization requests of the browser flow.
 
-use sqlx::FromRow;
+use sqlx::any::AnyRow;
+use sqlx::{FromRow, Row};
 
+use super::user::{self, User};
 use super::{Conn, Result};
 
 #[derive(Debug, Clone, FromRow)]
@@ -14,15 +16,14 @@ pub struct AuthRequestRow {
     pub params: String,
     pub csrf_token: String,
     /// The user being signed in, once known.
+    #[sqlx(rename = "request_user_id")]
     pub user_id: Option<String>,
     /// What the user has done so far (JSON).
     pub progress: String,
+    #[sqlx(rename = "request_created_at")]
     pub created_at: i64,
     pub expires_at: i64,
 }
-
-const SELECT: &str = "SELECT auth_request_id, ua_key, client_id, params, csrf_token, user_id, progress, created_at, \
-     expires_at FROM auth_request";
 
 pub async fn insert(c: &mut Conn, r: &AuthRequestRow) -> Result<()> {
     sqlx::query(
@@ -43,8 +44,25 @@ pub async fn insert(c: &mut Conn, r: &AuthRequestRow) -> Result<()> {
     Ok(())
 }
 
-pub async fn get(c: &mut Conn, id: &str) -> Result<Option<AuthRequestRow>> {
-    Ok(sqlx::query_as(&format!("{SELECT} WHERE auth_request_id = $1")).bind(id).fetch_optional(&mut *c).await?)
+/// Request `id` with its user (when one is known), read in one statement: every page and form of
+/// the sign-in flow begins with this.
+pub async fn get_with_user(c: &mut Conn, id: &str) -> Result<Option<(AuthRequestRow, Option<User>)>> {
+    let sql = format!(
+        "SELECT r.auth_request_id, r.ua_key, r.client_id, r.params, r.csrf_token, r.user_id AS request_user_id, \
+         r.progress, r.created_at AS request_created_at, r.expires_at, {} FROM auth_request r \
+         LEFT JOIN account a ON a.user_id = r.user_id {} WHERE r.auth_request_id = $1",
+        user::COLUMNS,
+        user::DOMAIN_JOIN,
+    );
+    let row: Option<AnyRow> = sqlx::query(&sql).bind(id).fetch_optional(&mut *c).await?;
+    let Some(row) = row else { return Ok(None) };
+    let request = AuthRequestRow::from_row(&row)?;
+    // The account's own user_id is NULL when the request names no user (or a deleted one).
+    let user = match row.try_get::<Option<String>, _>("user_id")? {
+        Some(_) => Some(user::from_row(&row)?),
+        None => None,
+    };
+    Ok(Some((request, user)))
 }
 
 /// Records the user and progress of a request.

@@ -163,13 +163,34 @@ impl From<Row> for User {
     }
 }
 
-const SELECT: &str = "SELECT a.user_id, a.org_id, a.user_type, a.username, a.state, a.created_at, a.changed_at, \
-     a.first_name, a.last_name, a.nick_name, a.display_name, a.preferred_language, a.gender, a.email, \
-     a.email_verified, a.phone, a.phone_verified, a.password_hash, a.password_change_required, \
-     a.password_changed_at, a.failed_password_attempts, a.otp_secret, a.otp_last_step, a.failed_otp_attempts, \
-     a.machine_name, a.description, \
-     a.access_token_type, a.secret_digest, d.domain AS org_domain \
-     FROM account a LEFT JOIN org_domain d ON d.org_id = a.org_id AND d.is_primary = 1";
+// The columns of [`Row`] and the tables they come from, as literals so that both can be joined
+// into longer statements at compile time.
+macro_rules! columns {
+    () => {
+        "a.user_id, a.org_id, a.user_type, a.username, a.state, a.created_at, a.changed_at, \
+             a.first_name, a.last_name, a.nick_name, a.display_name, a.preferred_language, a.gender, a.email, \
+             a.email_verified, a.phone, a.phone_verified, a.password_hash, a.password_change_required, \
+             a.password_changed_at, a.failed_password_attempts, a.otp_secret, a.otp_last_step, a.failed_otp_attempts, \
+             a.machine_name, a.description, \
+             a.access_token_type, a.secret_digest, d.domain AS org_domain"
+    };
+}
+macro_rules! domain_join {
+    () => {
+        "LEFT JOIN org_domain d ON d.org_id = a.org_id AND d.is_primary = 1"
+    };
+}
+/// The columns of [`Row`], over `account a` and [`DOMAIN_JOIN`].
+pub(super) const COLUMNS: &str = columns!();
+/// Joined to `account a`: its organization's primary domain.
+pub(super) const DOMAIN_JOIN: &str = domain_join!();
+const FROM: &str = concat!("account a ", domain_join!());
+const SELECT: &str = concat!("SELECT ", columns!(), " FROM account a ", domain_join!());
+
+/// A user from a row that carries [`COLUMNS`] (within a larger query).
+pub(super) fn from_row(row: &sqlx::any::AnyRow) -> sqlx::Result<User> {
+    Ok(User::from(Row::from_row(row)?))
+}
 
 pub async fn insert(c: &mut Conn, u: &User) -> Result<()> {
     let h = u.human().cloned().unwrap_or_default();
@@ -233,14 +254,13 @@ pub async fn get_checking_revocation(
     user_id: &str,
     revoked_keys: &[String],
 ) -> Result<Option<(User, bool)>> {
-    let (columns, from) = SELECT.split_once(" FROM ").expect("SELECT has a FROM");
     let revoked = if revoked_keys.is_empty() {
         "0".to_string()
     } else {
         let marks: Vec<String> = (0..revoked_keys.len()).map(|i| format!("${}", i + 2)).collect();
         format!("(SELECT COUNT(*) FROM revocation WHERE revoked_key IN ({}))", marks.join(", "))
     };
-    let sql = format!("{columns}, {revoked} AS revoked FROM {from} WHERE a.user_id = $1");
+    let sql = format!("SELECT {COLUMNS}, {revoked} AS revoked FROM {FROM} WHERE a.user_id = $1");
     let mut q = sqlx::query_as::<_, RowAndRevocation>(&sql).bind(user_id);
     for k in revoked_keys {
         q = q.bind(k);

@@ -166,6 +166,19 @@ on_both!(authorization_code_exchange, |srv| {
     )
     .await
     .err(400, "invalid_grant");
+
+    // Sign-in leaves the user it read for the exchange; deactivating the user through the API
+    // in between still counts: the code gets no tokens.
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
+    srv.post(&format!("/management/v1/users/{alice}/_deactivate"), json!({})).await.ok();
+    let r = token(
+        srv,
+        Some((&client_id, &secret)),
+        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
+    )
+    .await;
+    r.err(400, "invalid_grant");
+    assert!(r.body["error_description"].as_str().unwrap().contains("not active"), "{:?}", r.body);
 });
 
 on_both!(client_authentication_methods, |srv| {

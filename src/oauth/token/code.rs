@@ -17,7 +17,7 @@ use crate::oauth::form::Form;
 use crate::oauth::issue::{self, Grant};
 use crate::oauth::scope::Scopes;
 use crate::store::code::{self, Redeemed};
-use crate::store::{from_json, user};
+use crate::store::from_json;
 
 const ALL: [Method; 4] = [Method::Basic, Method::Post, Method::None, Method::PrivateKeyJwt];
 
@@ -74,7 +74,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         (None, Some(_)) => return Err(OAuthError::invalid_grant("a code_verifier was sent but no code_challenge was")),
         (None, None) => {}
     }
-    let u = user::get(&mut c, &data.user_id).await?.filter(|u| u.state == UserState::Active);
+    let u = state.cache.user(&mut c, &data.user_id).await?.filter(|u| u.state == UserState::Active);
     let u = u.ok_or_else(|| OAuthError::invalid_grant("the user is not active"))?;
     let subject =
         subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
