@@ -466,7 +466,22 @@ async fn sqlite_writers_wait_for_the_lock_and_give_up_in_time() {
     }
     let wal = std::fs::metadata(dir.path().join("locks.db-wal")).unwrap().len();
     assert!(wal < 8 << 20, "write-ahead log of {wal} bytes: not checkpointed");
-    drop(c);
+
+    // While a reader keeps an old snapshot the log cannot start over, and SQLite's own hook
+    // would checkpoint (and fsync) after every commit; latch does at most one per 50 ms.
+    let mut reader = db.conn().await.unwrap();
+    // (A plain BEGIN: `Db::begin` takes the write lock at once on SQLite.)
+    sqlx::query("BEGIN").execute(&mut *reader).await.unwrap();
+    sqlx::query("SELECT COUNT(*) FROM t").fetch_one(&mut *reader).await.unwrap();
+    let (before, started) = (sqlite_busy::checkpoints(), Instant::now());
+    for i in 0..2000 {
+        sqlx::query("INSERT INTO t (x, pad) VALUES ($1, zeroblob(4096))").bind(i).execute(&mut *c).await.unwrap();
+    }
+    let ran = sqlite_busy::checkpoints() - before;
+    let bound = started.elapsed().as_millis() as u64 / 50 + 2;
+    assert!((1..=bound).contains(&ran), "{ran} checkpoints for 2,000 commits (at most {bound})");
+    sqlx::query("ROLLBACK").execute(&mut *reader).await.unwrap();
+    drop((c, reader));
 
     // A lock held past the limit: the write fails as unavailable, in time.
     let mut holder = db.begin().await.unwrap();
