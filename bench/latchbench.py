@@ -536,6 +536,10 @@ def cmd_report(a):
         }
         if r.get("client_cpu_pct"):
             row["client_cpu_pct"] = num(r["client_cpu_pct"])
+        if r.get("hash_cpu_pct"):
+            # The hashing threads' share of all cores: the login share's steadier companion (the
+            # threads hash at the ceiling's speed per CPU second, and it does not drift with the VM).
+            row["hashing_threads_cpu_pct"] = num(r["hash_cpu_pct"])
         if r.get("paced_target"):
             row["at_80pct"] = {"target_rps": num(r["paced_target"], int), "rps": num(r.get("paced_rps"), int),
                                "p99_ms": p99_80, "errors": num(r.get("paced_errors"), int),
@@ -633,6 +637,8 @@ def cmd_report(a):
             where = (f" ({around['mean']:,.1f}/s, measured right before and after: {around['before']:,.1f}"
                      f" and {around['after']:,.1f})") if around else ""
             notes.append(f"{r['share_of_argon2_ceiling']:.0%} of the argon2 ceiling{where}")
+        if r.get("hashing_threads_cpu_pct") is not None:
+            notes.append(f"latch's hashing threads had {r['hashing_threads_cpu_pct']:.1f}% of all cores")
         if r.get("client_cpu_pct") is not None:
             notes.append(f"the load client (bench/storm) used {r['client_cpu_pct']:.0f}% CPU")
         if notes:
