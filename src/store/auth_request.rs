@@ -47,14 +47,15 @@ pub async fn insert(c: &mut Conn, r: &AuthRequestRow) -> Result<()> {
 /// Request `id` with its user (when one is known), read in one statement: every page and form of
 /// the sign-in flow begins with this.
 pub async fn get_with_user(c: &mut Conn, id: &str) -> Result<Option<(AuthRequestRow, Option<User>)>> {
-    let sql = format!(
+    const SQL: &str = concat!(
         "SELECT r.auth_request_id, r.ua_key, r.client_id, r.params, r.csrf_token, r.user_id AS request_user_id, \
-         r.progress, r.created_at AS request_created_at, r.expires_at, {} FROM auth_request r \
-         LEFT JOIN account a ON a.user_id = r.user_id {} WHERE r.auth_request_id = $1",
-        user::COLUMNS,
-        user::DOMAIN_JOIN,
+         r.progress, r.created_at AS request_created_at, r.expires_at, ",
+        user::user_columns!(),
+        " FROM auth_request r LEFT JOIN account a ON a.user_id = r.user_id ",
+        user::user_domain_join!(),
+        " WHERE r.auth_request_id = $1"
     );
-    let row: Option<AnyRow> = sqlx::query(&sql).bind(id).fetch_optional(&mut *c).await?;
+    let row: Option<AnyRow> = sqlx::query(SQL).bind(id).fetch_optional(&mut *c).await?;
     let Some(row) = row else { return Ok(None) };
     let request = AuthRequestRow::from_row(&row)?;
     // The account's own user_id is NULL when the request names no user (or a deleted one).

@@ -17,7 +17,7 @@
 //! as the log has not started over (which takes a checkpoint that copied all of it and a moment
 //! without readers). Every checkpoint that finds something to copy begins with an fsync of the
 //! log, inside the request that committed: during a login storm here that was about 47 fsyncs a
-//! second, 1 to 30 ms each. latch checkpoints at most once per [`CHECKPOINT_EVERY`] instead.
+//! second, 1 to 30 ms each. latch checkpoints a database at most once per [`CHECKPOINT_EVERY`] instead.
 //! Checkpointing less often than that (once per 1,000 new pages, or on a thread of its own) let
 //! the log grow to 25-40 MB under steady writes: it starts over only at the start of a write
 //! that finds all of it copied, so the committing connection has to be the one that copies.
@@ -28,7 +28,8 @@
 //! connection is opened, after sqlx set its own timeout) installs them on the calling connection.
 
 use std::cell::Cell;
-use std::ffi::{c_char, c_int, c_void};
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, LazyLock, Mutex, Once};
 use std::time::{Duration, Instant};
@@ -47,31 +48,42 @@ pub const MAX_PAUSE: Duration = Duration::from_millis(1);
 /// SQLite's default auto-checkpoint threshold, kept.
 const CHECKPOINT_PAGES: c_int = 1000;
 
-/// At most one checkpoint per this many milliseconds (per process).
+/// At most one checkpoint per this many milliseconds (per database file).
 const CHECKPOINT_EVERY: u64 = 50;
 
-/// Checkpoints run by this process (all databases).
-static CHECKPOINTS: AtomicU64 = AtomicU64::new(0);
-
-/// Checkpoints run so far.
-pub fn checkpoints() -> u64 {
-    CHECKPOINTS.load(Ordering::SeqCst)
+/// One database file's checkpoints in this process.
+#[derive(Default)]
+struct Log {
+    /// When the last one began, in milliseconds since [`EPOCH`] plus one (0: none yet).
+    last: AtomicU64,
+    count: AtomicU64,
 }
 
-/// When the last checkpoint began, in milliseconds since [`EPOCH`].
-static LAST_CHECKPOINT: AtomicU64 = AtomicU64::new(0);
 static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+/// The logs by database file (as SQLite names it): one small entry per file for the life of
+/// the process, found when a connection is opened.
+static LOGS: LazyLock<Mutex<HashMap<String, &'static Log>>> = LazyLock::new(Default::default);
+
+fn log_of(path: &str) -> &'static Log {
+    let mut logs = LOGS.lock().unwrap_or_else(|e| e.into_inner());
+    logs.entry(path.to_string()).or_insert_with(|| Box::leak(Box::default()))
+}
+
+/// Checkpoints this process ran on the database file at `path` (absolute, as SQLite names it).
+pub fn checkpoints(path: &str) -> u64 {
+    LOGS.lock().unwrap_or_else(|e| e.into_inner()).get(path).map_or(0, |l| l.count.load(Ordering::SeqCst))
+}
 
 /// Whether a commit that left `pages` pages in the log should checkpoint now; takes the turn
 /// when it should.
-fn checkpoint_due(pages: c_int) -> bool {
+fn checkpoint_due(log: &Log, pages: c_int) -> bool {
     if pages < CHECKPOINT_PAGES {
         return false;
     }
-    let now = EPOCH.elapsed().as_millis() as u64 + CHECKPOINT_EVERY;
-    let last = LAST_CHECKPOINT.load(Ordering::SeqCst);
-    now >= last + CHECKPOINT_EVERY
-        && LAST_CHECKPOINT.compare_exchange(last, now, Ordering::SeqCst, Ordering::SeqCst).is_ok()
+    let now = EPOCH.elapsed().as_millis() as u64 + 1;
+    let last = log.last.load(Ordering::SeqCst);
+    (last == 0 || now >= last + CHECKPOINT_EVERY)
+        && log.last.compare_exchange(last, now, Ordering::SeqCst, Ordering::SeqCst).is_ok()
 }
 
 /// Commits of this process so far. A commit with nobody waiting only counts (no lock, no
@@ -129,15 +141,19 @@ unsafe extern "C" fn busy(_arg: *mut c_void, count: c_int) -> c_int {
 /// SQLite's WAL hook, called after each commit with the pages now in the log: wakes the
 /// waiting connections, and checkpoints as SQLite's own hook would, at most once per
 /// [`CHECKPOINT_EVERY`].
-unsafe extern "C" fn committed(_arg: *mut c_void, db: *mut ffi::sqlite3, name: *const c_char, pages: c_int) -> c_int {
+unsafe extern "C" fn committed(arg: *mut c_void, db: *mut ffi::sqlite3, name: *const c_char, pages: c_int) -> c_int {
     COMMITS.fetch_add(1, Ordering::SeqCst);
     if WAITERS.load(Ordering::SeqCst) > 0 {
         // Taken so that a waiter between its check and its sleep is not passed by.
         drop(LOCK.lock().unwrap_or_else(|e| e.into_inner()));
         COMMITTED.notify_all();
     }
-    if checkpoint_due(pages) {
-        CHECKPOINTS.fetch_add(1, Ordering::SeqCst);
+    // SAFETY: `arg` is null (a database in memory) or the `&'static Log` `enable` registered.
+    let Some(log) = (unsafe { arg.cast_const().cast::<Log>().as_ref() }) else {
+        return ffi::SQLITE_OK;
+    };
+    if checkpoint_due(log, pages) {
+        log.count.fetch_add(1, Ordering::SeqCst);
         // SAFETY: SQLite passes the committing connection and the schema name; a passive
         // checkpoint from the WAL hook is what sqlite3WalDefaultHook does.
         unsafe {
@@ -159,7 +175,16 @@ unsafe extern "C" fn enable(ctx: *mut ffi::sqlite3_context, _argc: c_int, _argv:
     unsafe {
         let db = ffi::sqlite3_context_db_handle(ctx);
         let rc = ffi::sqlite3_busy_handler(db, Some(busy), std::ptr::null_mut());
-        ffi::sqlite3_wal_hook(db, Some(committed), std::ptr::null_mut());
+        // The file's checkpoint state (none for a database in memory: no file, no log).
+        let path = ffi::sqlite3_db_filename(db, c"main".as_ptr());
+        let log: *const Log = match path.is_null() {
+            true => std::ptr::null(),
+            false => match CStr::from_ptr(path).to_string_lossy() {
+                p if p.is_empty() => std::ptr::null(),
+                p => log_of(&p),
+            },
+        };
+        ffi::sqlite3_wal_hook(db, Some(committed), log.cast_mut().cast());
         ffi::sqlite3_result_int(ctx, c_int::from(rc == ffi::SQLITE_OK));
     }
 }
@@ -212,7 +237,7 @@ mod tests {
         assert!(t.elapsed() >= Duration::from_millis(20));
         let waiter = std::thread::spawn(move || wait_for_commit(seen, Duration::from_secs(30)));
         std::thread::sleep(Duration::from_millis(20));
-        // SAFETY: the hook only touches the database when the page count calls for a checkpoint.
+        // SAFETY: with no log (null) the hook touches only the counters.
         unsafe { committed(std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null(), 0) };
         assert!(waiter.join().unwrap() > seen);
     }

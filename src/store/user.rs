@@ -163,9 +163,9 @@ impl From<Row> for User {
     }
 }
 
-// The columns of [`Row`] and the tables they come from, as literals so that both can be joined
-// into longer statements at compile time.
-macro_rules! columns {
+// The columns of [`Row`] and the join that gives the primary domain, as literals so that other
+// statements of the store can be put together from them at compile time.
+macro_rules! user_columns {
     () => {
         "a.user_id, a.org_id, a.user_type, a.username, a.state, a.created_at, a.changed_at, \
              a.first_name, a.last_name, a.nick_name, a.display_name, a.preferred_language, a.gender, a.email, \
@@ -175,19 +175,18 @@ macro_rules! columns {
              a.access_token_type, a.secret_digest, d.domain AS org_domain"
     };
 }
-macro_rules! domain_join {
+/// Joined to `account a`: its organization's primary domain.
+macro_rules! user_domain_join {
     () => {
         "LEFT JOIN org_domain d ON d.org_id = a.org_id AND d.is_primary = 1"
     };
 }
-/// The columns of [`Row`], over `account a` and [`DOMAIN_JOIN`].
-pub(super) const COLUMNS: &str = columns!();
-/// Joined to `account a`: its organization's primary domain.
-pub(super) const DOMAIN_JOIN: &str = domain_join!();
-const FROM: &str = concat!("account a ", domain_join!());
-const SELECT: &str = concat!("SELECT ", columns!(), " FROM account a ", domain_join!());
+pub(super) use {user_columns, user_domain_join};
 
-/// A user from a row that carries [`COLUMNS`] (within a larger query).
+const FROM: &str = concat!("account a ", user_domain_join!());
+const SELECT: &str = concat!("SELECT ", user_columns!(), " FROM account a ", user_domain_join!());
+
+/// A user from a row that carries [`user_columns`] (within a larger query).
 pub(super) fn from_row(row: &sqlx::any::AnyRow) -> sqlx::Result<User> {
     Ok(User::from(Row::from_row(row)?))
 }
@@ -260,7 +259,7 @@ pub async fn get_checking_revocation(
         let marks: Vec<String> = (0..revoked_keys.len()).map(|i| format!("${}", i + 2)).collect();
         format!("(SELECT COUNT(*) FROM revocation WHERE revoked_key IN ({}))", marks.join(", "))
     };
-    let sql = format!("SELECT {COLUMNS}, {revoked} AS revoked FROM {FROM} WHERE a.user_id = $1");
+    let sql = format!("SELECT {}, {revoked} AS revoked FROM {FROM} WHERE a.user_id = $1", user_columns!());
     let mut q = sqlx::query_as::<_, RowAndRevocation>(&sql).bind(user_id);
     for k in revoked_keys {
         q = q.bind(k);
@@ -478,12 +477,7 @@ pub async fn search(
         push_query(&mut filter, q);
     }
     let (where_sql, args) = filter.into_parts();
-    let count = Builder::with_args(
-        &format!(
-            "SELECT COUNT(*) FROM account a LEFT JOIN org_domain d ON d.org_id = a.org_id AND d.is_primary = 1{where_sql}"
-        ),
-        args.clone(),
-    );
+    let count = Builder::with_args(&format!("SELECT COUNT(*) FROM {FROM}{where_sql}"), args.clone());
     let total = count.fetch_count(c).await?;
     let mut list = Builder::with_args(&format!("{SELECT}{where_sql}"), args);
     let col = order_column(sort);
