@@ -501,3 +501,65 @@ async fn sqlite_writers_wait_for_the_lock_and_give_up_in_time() {
     assert!(started.elapsed() >= sqlite_busy::GIVE_UP);
     holder.rollback().await.unwrap();
 }
+
+/// Under writes that never pause, with readers always in the middle of a read (a refresh storm),
+/// no moment comes when the write-ahead log is copied whole and nobody reads from it, so it
+/// never starts over by itself: with passive checkpoints alone it grew to gigabytes during the
+/// benchmark. Once it passes its bound latch makes writers wait for a checkpoint that restarts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_log_stays_bounded_under_writes_that_never_pause() {
+    use latch::store::Db;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/busy.db", dir.path().display());
+    let db = Db::connect(&url, 6).await.unwrap();
+    let mut c = db.conn().await.unwrap();
+    sqlx::query("CREATE TABLE t (x INTEGER PRIMARY KEY, pad BLOB)").execute(&mut *c).await.unwrap();
+    drop(c);
+    let wal = dir.path().join("busy.db-wal");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let largest = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for w in 0..4i64 {
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..4000i64 {
+                let mut c = db.conn().await.unwrap();
+                sqlx::query("SELECT x FROM t WHERE x = $1")
+                    .bind(w * 1_000_000 + i - 1)
+                    .fetch_optional(&mut *c)
+                    .await
+                    .unwrap();
+                sqlx::query("INSERT INTO t (x, pad) VALUES ($1, zeroblob(3000))")
+                    .bind(w * 1_000_000 + i)
+                    .execute(&mut *c)
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    let watcher = {
+        let (stop, largest, wal) = (stop.clone(), largest.clone(), wal.clone());
+        tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let len = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+                largest.fetch_max(len, std::sync::atomic::Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+    for t in tasks {
+        t.await.unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    watcher.await.unwrap();
+    let largest = largest.load(std::sync::atomic::Ordering::SeqCst).max(std::fs::metadata(&wal).unwrap().len());
+    let mut c = db.conn().await.unwrap();
+    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM t").fetch_one(&mut *c).await.unwrap();
+    assert_eq!(n, 16_000);
+    let path = std::fs::canonicalize(dir.path().join("busy.db")).unwrap();
+    let restarts = latch::store::sqlite_busy::restarts(path.to_str().unwrap());
+    println!("16,000 commits of 3 kB from 4 connections: the log reached {} MB, {restarts} restarts", largest >> 20);
+    assert!(restarts > 0, "the log was never restarted");
+    // 16,000 commits of 3 kB write about 64 MB of log.
+    assert!(largest < 32 << 20, "write-ahead log reached {largest} bytes");
+}
