@@ -24,13 +24,14 @@
 //!
 //! Under writes that never pause (a refresh storm) even that moment never comes, with SQLite's
 //! hook as with latch's: some connection is always reading an older part of the log, so it
-//! cannot start over, and in the benchmark it grew to 340 MB (SQLite's hook) and 2.4 GB (one
+//! cannot start over, and in the benchmark it grew to 340 MB (SQLite's hook) and 2.5 GB (one
 //! checkpoint per 50 ms). Once the log holds [`RESTART_PAGES`] pages, the checkpoint is a
 //! restarting one: it holds the write lock while it copies the rest and waits for the readers of
 //! the log to finish, so the next write starts the log over. It waits at most
 //! [`RESTART_WAIT`] for the lock and the readers (a long read, such as an export, may hold
-//! the log for seconds), and after a restart that could not finish it tries again only after
-//! [`RESTART_RETRY`].
+//! the log for seconds); after a restart that could not finish it tries again after 50 ms,
+//! then after twice as long each time, up to [`RESTART_RETRY_MAX`] (a reader that was merely
+//! slow is gone by the next try, a long one is not waited for again and again).
 //!
 //! sqlx does not hand out the raw handle of a connection in a pool of `Any` connections, so the
 //! hooks are installed through SQLite itself: [`install`] registers an auto-extension that gives
@@ -67,8 +68,9 @@ const RESTART_PAGES: c_int = 4 * CHECKPOINT_PAGES;
 /// How long a restarting checkpoint waits for the write lock, and then for the log's readers.
 const RESTART_WAIT: Duration = Duration::from_millis(10);
 
-/// After a restart that could not finish, the next is tried no sooner than this (milliseconds).
-const RESTART_RETRY: u64 = 1000;
+/// After restarts that could not finish, the next is tried no sooner than 50 ms doubled per
+/// failure, up to this (milliseconds).
+const RESTART_RETRY_MAX: u64 = 1000;
 
 /// One database file's checkpoints in this process.
 #[derive(Default)]
@@ -78,6 +80,8 @@ struct Log {
     count: AtomicU64,
     /// No restarting checkpoint before this (milliseconds since [`EPOCH`] plus one).
     restart_after: AtomicU64,
+    /// Restarts in a row that could not finish.
+    restart_failures: AtomicU64,
     restarts: AtomicU64,
 }
 
@@ -208,10 +212,14 @@ unsafe extern "C" fn committed(arg: *mut c_void, db: *mut ffi::sqlite3, name: *c
     let rc = unsafe { ffi::sqlite3_wal_checkpoint_v2(db, name, mode, std::ptr::null_mut(), std::ptr::null_mut()) };
     let _ = RESTARTING.try_with(|r| r.set(false));
     if restart {
-        match rc {
-            ffi::SQLITE_OK => log.restarts.fetch_add(1, Ordering::SeqCst),
-            _ => log.restart_after.swap(now_ms() + RESTART_RETRY, Ordering::SeqCst),
-        };
+        if rc == ffi::SQLITE_OK {
+            log.restarts.fetch_add(1, Ordering::SeqCst);
+            log.restart_failures.store(0, Ordering::SeqCst);
+        } else {
+            let failures = log.restart_failures.fetch_add(1, Ordering::SeqCst).min(5);
+            let pause = (CHECKPOINT_EVERY << failures).min(RESTART_RETRY_MAX);
+            log.restart_after.store(now_ms() + pause, Ordering::SeqCst);
+        }
     }
     ffi::SQLITE_OK
 }

@@ -459,13 +459,14 @@ async fn sqlite_writers_wait_for_the_lock_and_give_up_in_time() {
     let rows: Vec<(i64,)> = sqlx::query_as("SELECT x FROM t ORDER BY x").fetch_all(&mut *c).await.unwrap();
     assert_eq!(rows, vec![(1,), (2,)]);
 
-    // The log is checkpointed as SQLite's own hook would (every 1,000 pages): 3,000 commits of
-    // 4 KiB leave it far below their 12 MB.
-    for i in 0..3000 {
+    // The log is checkpointed (from 1,000 pages on, at most every 50 ms, so between two
+    // checkpoints it grows by what is committed in 50 ms) and restarted from 16 MiB on: 6,000
+    // commits of 4 KiB (two pages each, about 48 MB of log without checkpoints) leave it below 20 MiB.
+    for i in 0..6000 {
         sqlx::query("INSERT INTO t (x, pad) VALUES ($1, zeroblob(4096))").bind(i).execute(&mut *c).await.unwrap();
     }
     let wal = std::fs::metadata(dir.path().join("locks.db-wal")).unwrap().len();
-    assert!(wal < 8 << 20, "write-ahead log of {wal} bytes: not checkpointed");
+    assert!(wal < 20 << 20, "write-ahead log of {wal} bytes: not checkpointed");
 
     // While a reader keeps an old snapshot the log cannot start over, and SQLite's own hook
     // would checkpoint (and fsync) after every commit; latch does at most one per 50 ms.
@@ -560,6 +561,7 @@ async fn sqlite_log_stays_bounded_under_writes_that_never_pause() {
     let restarts = latch::store::sqlite_busy::restarts(path.to_str().unwrap());
     println!("16,000 commits of 3 kB from 4 connections: the log reached {} MB, {restarts} restarts", largest >> 20);
     assert!(restarts > 0, "the log was never restarted");
-    // 16,000 commits of 3 kB write about 64 MB of log.
-    assert!(largest < 32 << 20, "write-ahead log reached {largest} bytes");
+    // Without restarts the log of these commits reaches about 336 MB; with them about 24 MB
+    // (bound 16 MiB plus what is written while a restart waits), more on a busy machine.
+    assert!(largest < 64 << 20, "write-ahead log reached {largest} bytes");
 }
