@@ -29,7 +29,9 @@
 //! restarting one: it holds the write lock while it copies the rest and waits for the readers of
 //! the log to finish, so the next write starts the log over. It waits at most
 //! [`RESTART_WAIT`] for the lock and the readers (a long read, such as an export, may hold
-//! the log for seconds); after a restart that could not finish it tries again after 50 ms,
+//! the log for seconds), that much again for every further [`RESTART_PAGES`] the log holds, up
+//! to [`RESTART_WAIT_MAX`] (on an overloaded machine a reader may be off the CPU for longer than
+//! the short wait, and a log that keeps growing is worth a longer stop); after a restart that could not finish it tries again after 50 ms,
 //! then after twice as long each time, up to [`RESTART_RETRY_MAX`] (a reader that was merely
 //! slow is gone by the next try, a long one is not waited for again and again).
 //!
@@ -65,8 +67,12 @@ const CHECKPOINT_EVERY: u64 = 50;
 /// From this size of the log on (16 MiB in 4 KiB pages), a checkpoint restarts it.
 const RESTART_PAGES: c_int = 4 * CHECKPOINT_PAGES;
 
-/// How long a restarting checkpoint waits for the write lock, and then for the log's readers.
+/// How long a restarting checkpoint waits for the write lock, and then for the log's readers,
+/// per [`RESTART_PAGES`] in the log.
 const RESTART_WAIT: Duration = Duration::from_millis(10);
+
+/// The longest a restarting checkpoint waits.
+const RESTART_WAIT_MAX: Duration = Duration::from_millis(250);
 
 /// After restarts that could not finish, the next is tried no sooner than 50 ms doubled per
 /// failure, up to this (milliseconds).
@@ -95,14 +101,19 @@ fn log_of(path: &str) -> &'static Log {
     logs.entry(path.to_string()).or_insert_with(|| Box::leak(Box::default()))
 }
 
-/// Checkpoints this process ran on the database file at `path` (absolute, as SQLite names it).
+/// A counter of the log of the database file at `path` (absolute, as SQLite names it).
+fn counted(path: &str, counter: fn(&Log) -> &AtomicU64) -> u64 {
+    LOGS.lock().unwrap_or_else(|e| e.into_inner()).get(path).map_or(0, |l| counter(l).load(Ordering::SeqCst))
+}
+
+/// Checkpoints this process ran on the database file at `path`.
 pub fn checkpoints(path: &str) -> u64 {
-    LOGS.lock().unwrap_or_else(|e| e.into_inner()).get(path).map_or(0, |l| l.count.load(Ordering::SeqCst))
+    counted(path, |l| &l.count)
 }
 
 /// Restarting checkpoints this process ran on the database file at `path`.
 pub fn restarts(path: &str) -> u64 {
-    LOGS.lock().unwrap_or_else(|e| e.into_inner()).get(path).map_or(0, |l| l.restarts.load(Ordering::SeqCst))
+    counted(path, |l| &l.restarts)
 }
 
 fn now_ms() -> u64 {
@@ -139,9 +150,8 @@ thread_local! {
     /// When the connection of this thread began to wait, and the commit count it last saw
     /// (sqlx runs each SQLite connection on a thread of its own).
     static WAIT: Cell<(Option<Instant>, u64)> = const { Cell::new((None, 0)) };
-    /// Set while this thread's connection runs a restarting checkpoint: it waits
-    /// [`RESTART_WAIT`] at most.
-    static RESTARTING: Cell<bool> = const { Cell::new(false) };
+    /// Set while this thread's connection runs a restarting checkpoint: how long it waits at most.
+    static RESTARTING: Cell<Option<Duration>> = const { Cell::new(None) };
 }
 
 /// Commits counted so far.
@@ -175,10 +185,7 @@ unsafe extern "C" fn busy(_arg: *mut c_void, count: c_int) -> c_int {
             return 1;
         }
     };
-    let limit = match RESTARTING.try_with(Cell::get) {
-        Ok(true) => RESTART_WAIT,
-        _ => GIVE_UP,
-    };
+    let limit = RESTARTING.try_with(Cell::get).ok().flatten().unwrap_or(GIVE_UP);
     if now.duration_since(since) >= limit {
         return 0;
     }
@@ -206,11 +213,14 @@ unsafe extern "C" fn committed(arg: *mut c_void, db: *mut ffi::sqlite3, name: *c
     };
     log.count.fetch_add(1, Ordering::SeqCst);
     let restart = mode == ffi::SQLITE_CHECKPOINT_RESTART;
-    let _ = RESTARTING.try_with(|r| r.set(restart));
+    if restart {
+        let wait = RESTART_WAIT * (pages / RESTART_PAGES).max(1) as u32;
+        let _ = RESTARTING.try_with(|r| r.set(Some(wait.min(RESTART_WAIT_MAX))));
+    }
     // SAFETY: SQLite passes the committing connection, which holds no transaction any more,
     // and the schema name; a checkpoint from the WAL hook is what sqlite3WalDefaultHook does.
     let rc = unsafe { ffi::sqlite3_wal_checkpoint_v2(db, name, mode, std::ptr::null_mut(), std::ptr::null_mut()) };
-    let _ = RESTARTING.try_with(|r| r.set(false));
+    let _ = RESTARTING.try_with(|r| r.set(None));
     if restart {
         if rc == ffi::SQLITE_OK {
             log.restarts.fetch_add(1, Ordering::SeqCst);

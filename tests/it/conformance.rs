@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::browser::{Browser, Page, human, oidc_app, param, pkce};
 use crate::harness::{TestServer, now};
 use crate::on_both;
-use crate::token::{claims, header, token};
+use crate::token::{claims, exchange_code, header, token};
 
 const CB: &str = "https://app.example.com/cb";
 
@@ -336,13 +336,7 @@ on_both!(basic_op_code_reuse_and_refresh_token, |srv| {
     let code = param(&done.redirect_params(), "code").unwrap().to_string();
     let t = exchange(srv, &c, &code, &verifier).await;
     srv.clock.advance(30);
-    token(
-        srv,
-        Some((&c.id, &c.secret)),
-        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
-    )
-    .await
-    .err(400, "invalid_grant");
+    exchange_code(srv, Some((&c.id, &c.secret)), &code, &verifier).await.err(400, "invalid_grant");
     let (s, _) = userinfo_get(srv, t["access_token"].as_str().unwrap()).await;
     assert_eq!(s, 401, "the tokens of a reused code are revoked");
 

@@ -4,9 +4,8 @@ use serde_json::json;
 
 use crate::browser::{Browser, human, oidc_app};
 use crate::on_both;
-use crate::token::{claims, code_for, token};
+use crate::token::{claims, code_for, exchange_code, token};
 
-const CB: &str = "https://app.example.com/cb";
 const TE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 const AT: &str = "urn:ietf:params:oauth:token-type:access_token";
 
@@ -18,12 +17,7 @@ on_both!(token_exchange, |srv| {
     let secret = secret.unwrap();
     let b = Browser::new(srv);
     let (code, verifier) = code_for(srv, &b, &client_id, "openid profile offline_access").await;
-    let t = token(
-        srv,
-        Some((&client_id, &secret)),
-        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
-    )
-    .await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
     let subject = t.ok()["access_token"].as_str().unwrap().to_string();
     let exchange = |extra: Vec<(&'static str, String)>| {
         let (cid, sec) = (client_id.clone(), secret.clone());

@@ -421,6 +421,14 @@ async fn killed_during_an_import_leaves_whole_organizations() {
     );
 }
 
+/// A SQLite database of latch's store in `dir`, with a pool of `pool` connections and the one
+/// table `ddl` creates.
+async fn scratch_sqlite(dir: &tempfile::TempDir, file: &str, pool: u32, ddl: &str) -> latch::store::Db {
+    let db = latch::store::Db::connect(&format!("sqlite://{}/{file}", dir.path().display()), pool).await.unwrap();
+    sqlx::query(ddl).execute(&mut *db.conn().await.unwrap()).await.unwrap();
+    db
+}
+
 /// The SQLite writers of a server wait for each other through latch's busy handler
 /// (src/store/sqlite_busy.rs): a write blocked by another connection's write transaction goes on
 /// once that commits, the commits are announced (the handler's WAL hook is installed on every
@@ -428,13 +436,9 @@ async fn killed_during_an_import_leaves_whole_organizations() {
 /// than the limit fails as "unavailable" (a 503) instead of hanging.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_writers_wait_for_the_lock_and_give_up_in_time() {
-    use latch::store::{Db, StoreError, sqlite_busy};
+    use latch::store::{StoreError, sqlite_busy};
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}/locks.db", dir.path().display());
-    let db = Db::connect(&url, 4).await.unwrap();
-    let mut c = db.conn().await.unwrap();
-    sqlx::query("CREATE TABLE t (x INTEGER NOT NULL, pad BLOB)").execute(&mut *c).await.unwrap();
-    drop(c);
+    let db = scratch_sqlite(&dir, "locks.db", 4, "CREATE TABLE t (x INTEGER NOT NULL, pad BLOB)").await;
     let commits = sqlite_busy::commits();
 
     // One transaction holds the write lock; a write on another connection waits for it.
@@ -509,16 +513,11 @@ async fn sqlite_writers_wait_for_the_lock_and_give_up_in_time() {
 /// benchmark. Once it passes its bound latch makes writers wait for a checkpoint that restarts it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_log_stays_bounded_under_writes_that_never_pause() {
-    use latch::store::Db;
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}/busy.db", dir.path().display());
-    let db = Db::connect(&url, 6).await.unwrap();
-    let mut c = db.conn().await.unwrap();
-    sqlx::query("CREATE TABLE t (x INTEGER PRIMARY KEY, pad BLOB)").execute(&mut *c).await.unwrap();
-    drop(c);
+    let db = scratch_sqlite(&dir, "busy.db", 6, "CREATE TABLE t (x INTEGER PRIMARY KEY, pad BLOB)").await;
     let wal = dir.path().join("busy.db-wal");
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let largest = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let largest = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
     for w in 0..4i64 {
         let db = db.clone();
@@ -541,9 +540,9 @@ async fn sqlite_log_stays_bounded_under_writes_that_never_pause() {
     let watcher = {
         let (stop, largest, wal) = (stop.clone(), largest.clone(), wal.clone());
         tokio::spawn(async move {
-            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            while !stop.load(Ordering::SeqCst) {
                 let len = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
-                largest.fetch_max(len, std::sync::atomic::Ordering::SeqCst);
+                largest.fetch_max(len, Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         })
@@ -551,9 +550,9 @@ async fn sqlite_log_stays_bounded_under_writes_that_never_pause() {
     for t in tasks {
         t.await.unwrap();
     }
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    stop.store(true, Ordering::SeqCst);
     watcher.await.unwrap();
-    let largest = largest.load(std::sync::atomic::Ordering::SeqCst).max(std::fs::metadata(&wal).unwrap().len());
+    let largest = largest.load(Ordering::SeqCst).max(std::fs::metadata(&wal).unwrap().len());
     let mut c = db.conn().await.unwrap();
     let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM t").fetch_one(&mut *c).await.unwrap();
     assert_eq!(n, 16_000);

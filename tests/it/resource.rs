@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::browser::{Browser, human, oidc_app, param};
 use crate::harness::{TestServer, now};
 use crate::on_both;
-use crate::token::{code_for, machine_key, sign, token};
+use crate::token::{code_for, exchange_code, machine_key, sign, token};
 
 const CB: &str = "https://app.example.com/cb";
 
@@ -57,12 +57,7 @@ async fn signed_in(srv: &TestServer, scope: &str, app: Value) -> (String, String
     let secret = secret.unwrap();
     let b = Browser::new(srv);
     let (code, verifier) = code_for(srv, &b, &client_id, scope).await;
-    let t = token(
-        srv,
-        Some((&client_id, &secret)),
-        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
-    )
-    .await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
     let body = t.ok().clone();
     (client_id, secret, project, body)
 }
@@ -298,12 +293,7 @@ on_both!(end_session_ends_sessions_and_their_tokens, |srv| {
     let (rs, rs_secret) = api_app(srv, &project).await;
     let b = Browser::new(srv);
     let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
-    let t = token(
-        srv,
-        Some((&client_id, &secret)),
-        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
-    )
-    .await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
     let t = t.ok().clone();
     let (at, rt, idt) =
         (t["access_token"].as_str().unwrap(), t["refresh_token"].as_str().unwrap(), t["id_token"].as_str().unwrap());
@@ -482,12 +472,7 @@ on_both!(back_channel_logout_notifies_the_applications_of_the_session, |srv| {
     let b = Browser::new(srv);
     let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
     code_for(srv, &b, &other, "openid").await;
-    let t = token(
-        srv,
-        Some((&client_id, &secret)),
-        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
-    )
-    .await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
     let sid = crate::token::claims(t.ok()["id_token"].as_str().unwrap())["sid"].as_str().unwrap().to_string();
     assert_eq!(srv.count("session_client").await, 1, "only the application with a URI is noted");
 

@@ -34,6 +34,13 @@ pub async fn token(srv: &TestServer, basic: Option<(&str, &str)>, form: &[(&str,
     TokenCall { status, body, headers }
 }
 
+/// Redeems a code issued for `CB` with its PKCE verifier.
+pub async fn exchange_code(srv: &TestServer, basic: Option<(&str, &str)>, code: &str, verifier: &str) -> TokenCall {
+    let form =
+        [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", CB), ("code_verifier", verifier)];
+    token(srv, basic, &form).await
+}
+
 impl TokenCall {
     #[track_caller]
     pub fn ok(&self) -> &Value {
@@ -85,12 +92,7 @@ on_both!(authorization_code_exchange, |srv| {
     let alice = human(srv, "alice", "Wonder-land1").await;
     let b = Browser::new(srv);
     let (code, verifier) = code_for(srv, &b, &client_id, "openid profile email").await;
-    let r = token(
-        srv,
-        Some((&client_id, &secret)),
-        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
-    )
-    .await;
+    let r = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
     let t = r.ok().clone();
     assert_eq!(r.headers.get("cache-control").unwrap(), "no-store");
     assert_eq!(r.headers.get("pragma").unwrap(), "no-cache");
@@ -112,12 +114,7 @@ on_both!(authorization_code_exchange, |srv| {
     assert_eq!(header(t["id_token"].as_str().unwrap())["kid"], srv.state.keys.active().unwrap().key_id.as_str());
 
     // A second use fails.
-    let again = token(
-        srv,
-        Some((&client_id, &secret)),
-        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
-    )
-    .await;
+    let again = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
     again.err(400, "invalid_grant");
     assert_eq!(srv.count("revocation").await, 1, "the grant of the first use is revoked");
 
@@ -135,30 +132,14 @@ on_both!(authorization_code_exchange, |srv| {
     }
     let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
     srv.clock.advance(srv.settings.code_lifetime + 1);
-    token(
-        srv,
-        Some((&client_id, &secret)),
-        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
-    )
-    .await
-    .err(400, "invalid_grant");
+    exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await.err(400, "invalid_grant");
     let (other, other_secret, _) = oidc_app(srv, json!({"name": "other"})).await;
     let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
-    token(
-        srv,
-        Some((&other, other_secret.as_deref().unwrap())),
-        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
-    )
-    .await
-    .err(400, "invalid_grant");
+    exchange_code(srv, Some((&other, other_secret.as_deref().unwrap())), &code, &verifier)
+        .await
+        .err(400, "invalid_grant");
     // It stays usable by its own client.
-    token(
-        srv,
-        Some((&client_id, &secret)),
-        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
-    )
-    .await
-    .ok();
+    exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await.ok();
     token(
         srv,
         Some((&client_id, &secret)),
@@ -171,12 +152,7 @@ on_both!(authorization_code_exchange, |srv| {
     // in between still counts: the code gets no tokens.
     let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
     srv.post(&format!("/management/v1/users/{alice}/_deactivate"), json!({})).await.ok();
-    let r = token(
-        srv,
-        Some((&client_id, &secret)),
-        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
-    )
-    .await;
+    let r = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
     r.err(400, "invalid_grant");
     assert!(r.body["error_description"].as_str().unwrap().contains("not active"), "{:?}", r.body);
 });
@@ -255,12 +231,7 @@ on_both!(refresh_rotation_and_reuse_detection, |srv| {
     human(srv, "alice", "Wonder-land1").await;
     let b = Browser::new(srv);
     let (code, verifier) = code_for(srv, &b, &client_id, "openid email offline_access").await;
-    let t = token(
-        srv,
-        Some((&client_id, &secret)),
-        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
-    )
-    .await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
     let rt1 = t.ok()["refresh_token"].as_str().expect("offline_access gives a refresh token").to_string();
     let refresh = |rt: String, scope: Option<&'static str>| {
         let (cid, sec) = (client_id.clone(), secret.clone());
@@ -293,12 +264,7 @@ on_both!(refresh_rotation_and_reuse_detection, |srv| {
     refresh(rt4.clone(), None).await.err(400, "invalid_grant");
     // Another client cannot use a refresh token.
     let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
-    let t = token(
-        srv,
-        Some((&client_id, &secret)),
-        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
-    )
-    .await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
     let fresh = t.ok()["refresh_token"].as_str().unwrap().to_string();
     let (other, other_secret, _) = oidc_app(srv, json!({"name": "other"})).await;
     token(
@@ -325,12 +291,7 @@ on_both!(refresh_rotation_and_reuse_detection, |srv| {
         oidc_app(srv, json!({"name": "nort", "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE"]})).await;
     let b2 = Browser::new(srv);
     let (code, verifier) = code_for(srv, &b2, &no_rt, "openid offline_access").await;
-    let t = token(
-        srv,
-        Some((&no_rt, no_rt_secret.as_deref().unwrap())),
-        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
-    )
-    .await;
+    let t = exchange_code(srv, Some((&no_rt, no_rt_secret.as_deref().unwrap())), &code, &verifier).await;
     assert!(t.ok().get("refresh_token").is_none());
     assert_eq!(t.body["scope"], "openid");
     token(
