@@ -38,6 +38,11 @@ pub fn peek_issuer(token: &str) -> Option<String> {
     data.claims.iss
 }
 
+/// The `kid` of an assertion's header, unverified (it selects the key to verify with).
+pub fn peek_key_id(token: &str) -> Option<String> {
+    jsonwebtoken::decode_header(token).ok()?.kid
+}
+
 /// Checks an assertion against `keys` (the keys of the party it claims to come from).
 pub fn verify(token: &str, keys: &[PublicKey], audiences: &[&str], now: i64) -> Result<AssertionClaims, String> {
     if token.len() > 16 * 1024 {

@@ -1,7 +1,9 @@
 //! Public keys of machine users and applications, and personal access tokens.
 
-use sqlx::FromRow;
+use sqlx::any::AnyRow;
+use sqlx::{FromRow, Row};
 
+use super::user::{self, User};
 use super::{Conn, Result, from_json, to_json};
 use crate::domain::enums::KeyType;
 
@@ -80,6 +82,34 @@ pub async fn list_keys(c: &mut Conn, owner: Owner, owner_id: &str) -> Result<Vec
     .fetch_all(&mut *c)
     .await?;
     Ok(rows.into_iter().map(PublicKey::from).collect())
+}
+
+/// User `user_id` with its machine key `key_id` (when it has one by that id), read in one
+/// statement: the jwt-bearer grant needs both before it can check the assertion.
+pub async fn user_with_key(c: &mut Conn, user_id: &str, key_id: &str) -> Result<Option<(User, Option<PublicKey>)>> {
+    const SQL: &str = concat!(
+        "SELECT ",
+        user::user_columns!(),
+        ", k.key_id, k.user_id AS owner_id, k.key_type, k.public_key, k.expires_at AS key_expires_at, \
+         k.created_at AS key_created_at FROM account a ",
+        user::user_domain_join!(),
+        " LEFT JOIN machine_key k ON k.user_id = a.user_id AND k.key_id = $2 WHERE a.user_id = $1"
+    );
+    let row: Option<AnyRow> = sqlx::query(SQL).bind(user_id).bind(key_id).fetch_optional(&mut *c).await?;
+    let Some(row) = row else { return Ok(None) };
+    let u = user::from_row(&row)?;
+    let key = match row.try_get::<Option<String>, _>("key_id")? {
+        Some(key_id) => Some(PublicKey::from(KeyRow {
+            key_id,
+            owner_id: row.try_get("owner_id")?,
+            key_type: row.try_get("key_type")?,
+            public_key: row.try_get("public_key")?,
+            expires_at: row.try_get("key_expires_at")?,
+            created_at: row.try_get("key_created_at")?,
+        })),
+        None => None,
+    };
+    Ok(Some((u, key)))
 }
 
 pub async fn get_key(c: &mut Conn, owner: Owner, owner_id: &str, key_id: &str) -> Result<Option<PublicKey>> {

@@ -225,6 +225,49 @@ on_both!(client_authentication_methods, |srv| {
     token(srv, None, &f).await.err(400, "invalid_client");
 });
 
+// The store's rotation: one successor per live token, none for a token that is not live, and
+// a second rotation of the same token finds nothing (on SQLite its two statements run in one
+// hop; the insert must follow only the update that just marked the token).
+on_both!(refresh_rotation_in_the_store_makes_one_successor, |srv| {
+    use latch::store::refresh::{self, RefreshRow};
+    let mut c = srv.state.db.conn().await.unwrap();
+    let t = now();
+    let row = |hash: &[u8], grant: &str, expires_at: i64| RefreshRow {
+        token_hash: hash.to_vec(),
+        grant_id: grant.into(),
+        client_id: "client".into(),
+        user_id: "user".into(),
+        session_id: Some("session".into()),
+        data: "{}".into(),
+        created_at: t - 10,
+        idle_expires_at: t + 100,
+        expires_at,
+        rotated_at: None,
+        revoked_at: None,
+    };
+    refresh::insert(&mut c, &row(b"live", "g1", t + 50)).await.unwrap();
+    refresh::insert(&mut c, &row(b"expired", "g2", t - 1)).await.unwrap();
+    let next = refresh::rotate_live(&mut c, b"live", "client", b"next", t, 1000).await.unwrap();
+    let next = next.expect("a live token is rotated");
+    assert_eq!(next.token_hash, b"next");
+    assert_eq!((next.grant_id.as_str(), next.session_id.as_deref()), ("g1", Some("session")));
+    assert_eq!((next.created_at, next.expires_at), (t, t + 50));
+    assert_eq!(next.idle_expires_at, t + 50, "the idle expiry never passes the absolute one");
+    assert!(next.rotated_at.is_none() && next.revoked_at.is_none());
+    let old = refresh::get(&mut c, b"live").await.unwrap().unwrap();
+    assert_eq!(old.rotated_at, Some(t));
+    // Used once: nothing more, from this client or another.
+    assert!(refresh::rotate_live(&mut c, b"live", "client", b"again", t, 1000).await.unwrap().is_none());
+    assert!(refresh::rotate_live(&mut c, b"next", "other", b"again", t, 1000).await.unwrap().is_none());
+    assert!(refresh::rotate_live(&mut c, b"expired", "client", b"again", t, 1000).await.unwrap().is_none());
+    assert!(refresh::get(&mut c, b"again").await.unwrap().is_none(), "no successor for a token that is not live");
+    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM refresh_token").fetch_one(&mut *c).await.unwrap();
+    assert_eq!(n, 3);
+    // The successor is live itself.
+    let third = refresh::rotate_live(&mut c, b"next", "client", b"third", t + 1, 10).await.unwrap().unwrap();
+    assert_eq!(third.idle_expires_at, t + 11);
+});
+
 on_both!(refresh_rotation_and_reuse_detection, |srv| {
     let (client_id, secret, _) = oidc_app(srv, json!({})).await;
     let secret = secret.unwrap();

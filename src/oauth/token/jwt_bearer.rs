@@ -11,8 +11,7 @@ use crate::oauth::error::{OAuthError, OAuthResult};
 use crate::oauth::form::Form;
 use crate::oauth::issue::{self, Grant, Shape};
 use crate::oauth::scope::Scopes;
-use crate::store::key::{self, Owner};
-use crate::store::user;
+use crate::store::key;
 
 pub async fn grant(state: &AppState, form: &Form) -> OAuthResult<TokenResponse> {
     let now = state.clock.now();
@@ -21,11 +20,14 @@ pub async fn grant(state: &AppState, form: &Form) -> OAuthResult<TokenResponse> 
         .ok_or_else(|| OAuthError::invalid_scope("the scope is malformed"))?;
     let user_id =
         assertion::peek_issuer(token).ok_or_else(|| OAuthError::invalid_grant("the assertion is malformed"))?;
+    let key_id = assertion::peek_key_id(token).ok_or_else(|| OAuthError::invalid_grant("the assertion has no kid"))?;
     let mut c = state.db.conn().await?;
-    let u = user::get(&mut c, &user_id).await?.filter(|u| u.state == UserState::Active && u.machine().is_some());
-    let u = u.ok_or_else(|| OAuthError::invalid_grant("the assertion's issuer is not an active machine user"))?;
-    let keys = key::list_keys(&mut c, Owner::User, &u.user_id).await?;
+    let found = key::user_with_key(&mut c, &user_id, &key_id).await?;
+    let (u, key) = found
+        .filter(|(u, _)| u.state == UserState::Active && u.machine().is_some())
+        .ok_or_else(|| OAuthError::invalid_grant("the assertion's issuer is not an active machine user"))?;
     let auds = assertion_audiences(state);
+    let keys: Vec<_> = key.into_iter().collect();
     let claims = assertion::verify(token, &keys, &[&auds[0], &auds[1]], now).map_err(OAuthError::invalid_grant)?;
     if claims.sub != u.user_id {
         return Err(OAuthError::invalid_grant("the assertion's subject is not its issuer"));
