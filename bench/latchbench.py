@@ -543,7 +543,11 @@ def cmd_report(a):
         if r.get("paced_target"):
             row["at_80pct"] = {"target_rps": num(r["paced_target"], int), "rps": num(r.get("paced_rps"), int),
                                "p99_ms": p99_80, "errors": num(r.get("paced_errors"), int),
-                               "note": r.get("paced_note") or None}
+                               "note": r.get("paced_note") or None,
+                               # Requests of the paced pass that took longer inside latch (its own
+                               # request histogram), in percent: what of wrk's p99 is the server's.
+                               "server_over_10ms_pct": num(r.get("paced_server_over_10ms_pct")),
+                               "server_over_25ms_pct": num(r.get("paced_server_over_25ms_pct"))}
         goal_txt, checks = [], []
         if "rps" in g:
             goal_txt.append(f"≥ {g['rps']:,}/s")
@@ -630,6 +634,9 @@ def cmd_report(a):
         if pace:
             notes.append(f"paced pass: {pace['rps']:,}/s of {pace['target_rps']:,}/s asked, "
                          f"{pace['errors']} errors" if pace.get("rps") is not None else "paced pass failed")
+            if pace.get("server_over_10ms_pct") is not None:
+                notes.append(f"inside latch {pace['server_over_10ms_pct']}% of them took over 10 ms, "
+                             f"{pace['server_over_25ms_pct']}% over 25 ms")
         if r.get("share_of_rsa_ceiling") is not None:
             notes.append(f"{r['share_of_rsa_ceiling']:.0%} of the RSA ceiling")
         if r.get("share_of_argon2_ceiling") is not None:
