@@ -31,9 +31,10 @@
 //! [`RESTART_WAIT`] for the lock and the readers (a long read, such as an export, may hold
 //! the log for seconds), that much again for every further [`RESTART_PAGES`] the log holds, up
 //! to [`RESTART_WAIT_MAX`] (on an overloaded machine a reader may be off the CPU for longer than
-//! the short wait, and a log that keeps growing is worth a longer stop); after a restart that could not finish it tries again after 50 ms,
-//! then after twice as long each time, up to [`RESTART_RETRY_MAX`] (a reader that was merely
-//! slow is gone by the next try, a long one is not waited for again and again).
+//! the short wait, and a log that keeps growing is worth a longer stop). After a restart that
+//! could not finish it tries again after 50 ms, then after twice as long each time, up to
+//! [`RESTART_RETRY_MAX`] (a reader that was merely slow is gone by the next try, a long one is
+//! not waited for again and again).
 //!
 //! sqlx does not hand out the raw handle of a connection in a pool of `Any` connections, so the
 //! hooks are installed through SQLite itself: [`install`] registers an auto-extension that gives

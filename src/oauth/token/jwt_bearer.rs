@@ -27,8 +27,8 @@ pub async fn grant(state: &AppState, form: &Form) -> OAuthResult<TokenResponse> 
         .filter(|(u, _)| u.state == UserState::Active && u.machine().is_some())
         .ok_or_else(|| OAuthError::invalid_grant("the assertion's issuer is not an active machine user"))?;
     let auds = assertion_audiences(state);
-    let keys: Vec<_> = key.into_iter().collect();
-    let claims = assertion::verify(token, &keys, &[&auds[0], &auds[1]], now).map_err(OAuthError::invalid_grant)?;
+    let claims =
+        assertion::verify(token, key.as_slice(), &[&auds[0], &auds[1]], now).map_err(OAuthError::invalid_grant)?;
     if claims.sub != u.user_id {
         return Err(OAuthError::invalid_grant("the assertion's subject is not its issuer"));
     }
