@@ -194,6 +194,7 @@ pub fn router(state: AppState) -> Router {
                     tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
                 }))
                 .layer(PropagateRequestIdLayer::new(x_request_id))
+                .layer(axum::middleware::from_fn(crate::http::close_if_body_unread))
                 .layer(axum::middleware::from_fn(crate::http::explain_oversized))
                 .layer(RequestBodyTimeoutLayer::new(body_read_timeout))
                 .layer(SetResponseHeaderLayer::if_not_present(

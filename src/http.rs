@@ -3,12 +3,17 @@
 //! graceful end.
 
 use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::ConnectInfo;
-use axum::http::Request;
-use hyper::body::Incoming;
+use axum::http::{HeaderValue, Request, header};
+use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
@@ -120,5 +125,52 @@ pub async fn explain_oversized(req: axum::extract::Request, next: axum::middlewa
             crate::login::pages::error_page(t, StatusCode::PAYLOAD_TOO_LARGE, t.err_too_large, id)
         }
         None => r,
+    }
+}
+
+/// Middleware: a response that goes out before its request's body was read to the end (a body
+/// refused as too large, a request refused before its body mattered) says `Connection: close`.
+/// hyper stops reading such a connection and closes it after the response; without the header
+/// a client keeps the connection for its next request and finds it closed.
+pub async fn close_if_body_unread(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if req.body().is_end_stream() {
+        return next.run(req).await;
+    }
+    let read = Arc::new(AtomicBool::new(false));
+    let req = req.map(|inner| Body::new(ReadToEnd { inner, read: read.clone() }));
+    let mut r = next.run(req).await;
+    if !read.load(Ordering::Acquire) {
+        r.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    r
+}
+
+/// A request body that notes when it has been read to its end.
+struct ReadToEnd {
+    inner: Body,
+    read: Arc<AtomicBool>,
+}
+
+impl HttpBody for ReadToEnd {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) || self.inner.is_end_stream() {
+            self.read.store(true, Ordering::Release);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }

@@ -167,8 +167,20 @@ async fn oversized_bodies_headers_and_forms_are_refused_in_the_endpoints_format(
         .await
         .unwrap();
     assert_eq!(r.status(), 413);
+    // The rest of the body is not read, so the connection ends: the client must not reuse it.
+    assert_eq!(r.headers()["connection"], "close");
     let body: serde_json::Value = r.json().await.unwrap();
     assert_eq!(body["error"], "invalid_request", "{body}");
+    // A body read to its end keeps the connection open, whatever the answer.
+    let r = http
+        .post(srv.url("/oauth/v2/token"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("grant_type=client_credentials")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.headers().get("connection").is_none(), "{:?}", r.headers());
     // Too many form fields.
     let many: String = (0..100).map(|i| format!("f{i}=x&")).collect();
     let r = http
@@ -191,6 +203,7 @@ async fn oversized_bodies_headers_and_forms_are_refused_in_the_endpoints_format(
         .unwrap();
     assert_eq!(r.status(), 413);
     assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert_eq!(r.headers()["connection"], "close");
     // The API: 1 MiB, InvalidArgument.
     let r = srv
         .send(
@@ -202,6 +215,7 @@ async fn oversized_bodies_headers_and_forms_are_refused_in_the_endpoints_format(
         )
         .await;
     r.err(400, 3);
+    assert_eq!(r.headers["connection"], "close");
     // Too many header fields, or a huge header: 431, and nothing else breaks.
     let mut req = http.get(srv.url("/healthz"));
     for i in 0..150 {
