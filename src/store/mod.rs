@@ -34,6 +34,9 @@ use sqlx::{Any, AnyPool, Connection, Executor, Transaction};
 
 pub use sqlx::AnyConnection as Conn;
 
+/// A connection taken from the pool; dropping it gives it back.
+pub type Pooled = PoolConnection<Any>;
+
 /// Where a connection comes from when one is needed: a connection or transaction already held,
 /// or a [`Lazy`] one taken from the pool on first use.
 pub trait Source: Send {

@@ -102,5 +102,5 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         expires_at: None,
         stored: None,
     });
-    issue_tokens(state, &mut c, &g, shape(&client), refresh).await
+    issue_tokens(state, c, &g, shape(&client), refresh).await
 }

@@ -280,7 +280,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         expires_at: None,
         stored: None,
     });
-    let mut r = issue_tokens(state, &mut c, &g, sh, refresh).await?;
+    let mut r = issue_tokens(state, c, &g, sh, refresh).await?;
     r.issued_token_type = Some(if requested_type == JWT { JWT } else { ACCESS_TOKEN });
     Ok(r)
 }

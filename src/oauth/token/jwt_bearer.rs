@@ -57,5 +57,5 @@ pub async fn grant(state: &AppState, form: &Form) -> OAuthResult<TokenResponse> 
         act: None,
     };
     let shape = Shape { jwt_access_token: jwt, ..Shape::default() };
-    super::issue_tokens(state, &mut c, &g, shape, None).await
+    super::issue_tokens(state, c, &g, shape, None).await
 }

@@ -20,7 +20,7 @@ use crate::app::AppState;
 use crate::crypto::secret;
 use crate::paths;
 use crate::store::refresh::RefreshRow;
-use crate::store::{Conn, refresh as refresh_store, revocation, to_json};
+use crate::store::{Conn, Pooled, refresh as refresh_store, revocation, to_json};
 
 pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 pub const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -92,19 +92,20 @@ pub async fn revoke_grant(state: &AppState, c: &mut Conn, grant_id: &str) -> OAu
 }
 
 /// Issues access token, ID token (with `openid`) and, when asked, a refresh token of `grant`.
+/// The connection goes back to the pool before the tokens are signed: it is the scarcer of the
+/// two (a pool of a few connections against two cores), and signing is the slowest step left.
 pub async fn issue_tokens(
     state: &AppState,
-    c: &mut Conn,
+    mut c: Pooled,
     g: &Grant,
     shape: Shape,
     refresh: Option<RefreshPlan>,
 ) -> OAuthResult<TokenResponse> {
-    let life = issue::lifetimes(state, c).await?;
-    let (access_token, _) = issue::access_token(state, c, g, shape, life.access_token_lifetime).await?;
-    let id_token = if g.scopes.has("openid") {
-        Some(issue::id_token(state, c, g, shape, life.id_token_lifetime, Some(&access_token), None).await?)
-    } else {
-        None
+    let life = issue::lifetimes(state, &mut c).await?;
+    let access = issue::access_claims(state, &mut c, g, shape, life.access_token_lifetime).await?;
+    let id = match g.scopes.has("openid") {
+        true => Some(issue::id_claims(state, &mut c, g, shape, life.id_token_lifetime, true).await?),
+        false => None,
     };
     let refresh_token = match refresh {
         Some(RefreshPlan { stored: Some(token), .. }) => Some(token),
@@ -114,7 +115,7 @@ pub async fn issue_tokens(
             let absolute = plan.expires_at.unwrap_or(now + life.refresh_token_expiration);
             let data = RefreshData { scopes: plan.original_scopes.clone(), auth_time: g.auth_time, amr: g.amr.clone() };
             refresh_store::insert(
-                c,
+                &mut c,
                 &RefreshRow {
                     token_hash: secret::digest(&token),
                     grant_id: plan.grant_id.clone(),
@@ -134,6 +135,9 @@ pub async fn issue_tokens(
         }
         None => None,
     };
+    drop(c);
+    let access_token = issue::seal_access(state, &access, shape)?;
+    let id_token = id.map(|claims| issue::sign_id(state, claims, Some(&access_token), None)).transpose()?;
     Ok(TokenResponse {
         access_token,
         token_type: "Bearer",

@@ -120,5 +120,5 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         expires_at: Some(row.expires_at),
         stored: was_rotated_here.then_some(successor),
     };
-    issue_tokens(state, &mut c, &g, shape(&client), Some(plan)).await
+    issue_tokens(state, c, &g, shape(&client), Some(plan)).await
 }
