@@ -92,8 +92,8 @@ pub async fn revoke_grant(state: &AppState, c: &mut Conn, grant_id: &str) -> OAu
 }
 
 /// Issues access token, ID token (with `openid`) and, when asked, a refresh token of `grant`.
-/// The connection goes back to the pool before the tokens are signed: it is the scarcer of the
-/// two (a pool of a few connections against two cores), and signing is the slowest step left.
+/// The connection goes back to the pool before the tokens are signed: a request waiting for a
+/// connection waits for every request holding one, and signing is the slowest step left.
 pub async fn issue_tokens(
     state: &AppState,
     mut c: Pooled,
