@@ -33,7 +33,7 @@ async fn begin<T: DeserializeOwned + HasCsrf>(
     id: &str,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<(sqlx::pool::PoolConnection<sqlx::Any>, Flow, T), Response> {
+) -> Result<(crate::store::Pooled, Flow, T), Response> {
     let t0 = super::i18n::choose(&[], headers);
     let mut c = state.db.conn().await.map_err(|e| store_fail(t0, headers, e))?;
     let f = Flow::load(state, &mut c, id, headers).await?;

@@ -49,7 +49,7 @@ impl Source for Conn {
     }
 }
 
-impl Source for PoolConnection<Any> {
+impl Source for Pooled {
     fn conn(&mut self) -> impl std::future::Future<Output = Result<&mut Conn>> + Send {
         std::future::ready(Ok(&mut **self))
     }
@@ -60,7 +60,7 @@ impl Source for PoolConnection<Any> {
 /// from the caches should not pay.
 pub struct Lazy<'a> {
     db: &'a Db,
-    conn: Option<PoolConnection<Any>>,
+    conn: Option<Pooled>,
 }
 
 impl Source for Lazy<'_> {
@@ -253,7 +253,7 @@ impl Db {
         matches!(row, Ok(Some((v,))) if v >= latest)
     }
 
-    pub async fn conn(&self) -> Result<PoolConnection<Any>> {
+    pub async fn conn(&self) -> Result<Pooled> {
         Ok(self.pool.acquire().await?)
     }
 
