@@ -27,7 +27,9 @@
 //! cannot start over, and in the benchmark it grew to 340 MB (SQLite's hook) and 2.5 GB (one
 //! checkpoint per 50 ms). Once the log holds [`RESTART_PAGES`] pages, the checkpoint is a
 //! restarting one: it holds the write lock while it copies the rest and waits for the readers of
-//! the log to finish, so the next write starts the log over. It waits at most
+//! the log to finish, so the next write starts the log over. Writers wait meanwhile, so it is
+//! kept short: a passive checkpoint right before it copies the bulk without the lock, and it
+//! looks for the readers every [`RESTART_PAUSE`]. It waits at most
 //! [`RESTART_WAIT`] for the lock and the readers (a long read, such as an export, may hold
 //! the log for seconds), that much again for every further [`RESTART_PAGES`] the log holds, up
 //! to [`RESTART_WAIT_MAX`] (on an overloaded machine a reader may be off the CPU for longer than
@@ -44,6 +46,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ptr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, LazyLock, Mutex, Once};
 use std::time::{Duration, Instant};
@@ -74,6 +77,11 @@ const RESTART_WAIT: Duration = Duration::from_millis(10);
 
 /// The longest a restarting checkpoint waits.
 const RESTART_WAIT_MAX: Duration = Duration::from_millis(250);
+
+/// How long a restarting checkpoint sleeps between two looks at the log's readers (it holds the
+/// write lock meanwhile, so writers wait for it: waiting for a commit, as other waiters do,
+/// would sleep the whole [`MAX_PAUSE`] each time).
+const RESTART_PAUSE: Duration = Duration::from_micros(50);
 
 /// After restarts that could not finish, the next is tried no sooner than 50 ms doubled per
 /// failure, up to this (milliseconds).
@@ -186,9 +194,15 @@ unsafe extern "C" fn busy(_arg: *mut c_void, count: c_int) -> c_int {
             return 1;
         }
     };
-    let limit = RESTARTING.try_with(Cell::get).ok().flatten().unwrap_or(GIVE_UP);
-    if now.duration_since(since) >= limit {
+    let restarting = RESTARTING.try_with(Cell::get).ok().flatten();
+    if now.duration_since(since) >= restarting.unwrap_or(GIVE_UP) {
         return 0;
+    }
+    if restarting.is_some() {
+        // This connection runs a restarting checkpoint and holds the write lock: no commit will
+        // come, and the readers it waits for finish within microseconds.
+        std::thread::sleep(RESTART_PAUSE);
+        return 1;
     }
     let seen = wait_for_commit(seen, MAX_PAUSE);
     let _ = WAIT.try_with(|w| w.set((Some(since), seen)));
@@ -215,12 +229,18 @@ unsafe extern "C" fn committed(arg: *mut c_void, db: *mut ffi::sqlite3, name: *c
     log.count.fetch_add(1, Ordering::SeqCst);
     let restart = mode == ffi::SQLITE_CHECKPOINT_RESTART;
     if restart {
+        // First copy what can be copied without the write lock, so that the restarting
+        // checkpoint, which holds it, has only the commits of the last few milliseconds left.
+        // SAFETY: as for the checkpoint below.
+        unsafe {
+            ffi::sqlite3_wal_checkpoint_v2(db, name, ffi::SQLITE_CHECKPOINT_PASSIVE, ptr::null_mut(), ptr::null_mut())
+        };
         let wait = RESTART_WAIT * (pages / RESTART_PAGES).max(1) as u32;
         let _ = RESTARTING.try_with(|r| r.set(Some(wait.min(RESTART_WAIT_MAX))));
     }
     // SAFETY: SQLite passes the committing connection, which holds no transaction any more,
     // and the schema name; a checkpoint from the WAL hook is what sqlite3WalDefaultHook does.
-    let rc = unsafe { ffi::sqlite3_wal_checkpoint_v2(db, name, mode, std::ptr::null_mut(), std::ptr::null_mut()) };
+    let rc = unsafe { ffi::sqlite3_wal_checkpoint_v2(db, name, mode, ptr::null_mut(), ptr::null_mut()) };
     let _ = RESTARTING.try_with(|r| r.set(None));
     if restart {
         if rc == ffi::SQLITE_OK {
@@ -240,13 +260,13 @@ unsafe extern "C" fn enable(ctx: *mut ffi::sqlite3_context, _argc: c_int, _argv:
     // SAFETY: SQLite calls this with a valid context of a connection that is executing it.
     unsafe {
         let db = ffi::sqlite3_context_db_handle(ctx);
-        let rc = ffi::sqlite3_busy_handler(db, Some(busy), std::ptr::null_mut());
+        let rc = ffi::sqlite3_busy_handler(db, Some(busy), ptr::null_mut());
         // The file's checkpoint state (none for a database in memory: no file, no log).
         let path = ffi::sqlite3_db_filename(db, c"main".as_ptr());
         let log: *const Log = match path.is_null() {
-            true => std::ptr::null(),
+            true => ptr::null(),
             false => match CStr::from_ptr(path).to_string_lossy() {
-                p if p.is_empty() => std::ptr::null(),
+                p if p.is_empty() => ptr::null(),
                 p => log_of(&p),
             },
         };
@@ -269,7 +289,7 @@ unsafe extern "C" fn register(
             c"latch_busy_wait".as_ptr(),
             0,
             ffi::SQLITE_UTF8 | ffi::SQLITE_DIRECTONLY,
-            std::ptr::null_mut(),
+            ptr::null_mut(),
             Some(enable),
             None,
             None,
@@ -304,7 +324,7 @@ mod tests {
         let waiter = std::thread::spawn(move || wait_for_commit(seen, Duration::from_secs(30)));
         std::thread::sleep(Duration::from_millis(20));
         // SAFETY: with no log (null) the hook touches only the counters.
-        unsafe { committed(std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null(), 0) };
+        unsafe { committed(ptr::null_mut(), ptr::null_mut(), ptr::null(), 0) };
         assert!(waiter.join().unwrap() > seen);
     }
 }
