@@ -547,7 +547,11 @@ def cmd_report(a):
                                # Requests of the paced pass that took longer inside latch (its own
                                # request histogram), in percent: what of wrk's p99 is the server's.
                                "server_over_10ms_pct": num(r.get("paced_server_over_10ms_pct")),
-                               "server_over_25ms_pct": num(r.get("paced_server_over_25ms_pct"))}
+                               "server_over_25ms_pct": num(r.get("paced_server_over_25ms_pct")),
+                               # RSA-2048 signatures/s over 1 s right before the peak pass and
+                               # right after the paced one: how far the VM's speed drifted.
+                               "rsa_probe_before_per_s": num(r.get("rsa_probe_before")),
+                               "rsa_probe_after_per_s": num(r.get("rsa_probe_after"))}
         goal_txt, checks = [], []
         if "rps" in g:
             goal_txt.append(f"≥ {g['rps']:,}/s")
@@ -637,6 +641,10 @@ def cmd_report(a):
             if pace.get("server_over_10ms_pct") is not None:
                 notes.append(f"inside latch {pace['server_over_10ms_pct']}% of them took over 10 ms, "
                              f"{pace['server_over_25ms_pct']}% over 25 ms")
+            before, after = pace.get("rsa_probe_before_per_s"), pace.get("rsa_probe_after_per_s")
+            if before and after:
+                notes.append(f"RSA signing {before:,.0f}/s before the peak pass, {after:,.0f}/s after the "
+                             f"paced one ({after / before - 1:+.0%})")
         if r.get("share_of_rsa_ceiling") is not None:
             notes.append(f"{r['share_of_rsa_ceiling']:.0%} of the RSA ceiling")
         if r.get("share_of_argon2_ceiling") is not None:
