@@ -22,6 +22,8 @@ pub fn init_logging(format: LogFormat, level: &str) {
     };
 }
 
+const SQLITE_BUCKETS: [f64; 12] = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5, 5.0];
+
 static PROMETHEUS: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
 /// The process-wide metrics recorder (installed on first use).
@@ -31,6 +33,9 @@ pub fn prometheus() -> Option<&'static PrometheusHandle> {
             let buckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
             let recorder = PrometheusBuilder::new()
                 .set_buckets_for_metric(Matcher::Full("http_request_duration_seconds".into()), &buckets)
+                .ok()?
+                // SQLite's lock waits and checkpoints (src/store/sqlite_busy.rs): most are under 5 ms.
+                .set_buckets_for_metric(Matcher::Prefix("latch_sqlite_".into()), &SQLITE_BUCKETS)
                 .ok()?
                 .build_recorder();
             let handle = recorder.handle();

@@ -83,6 +83,13 @@ const RESTART_WAIT_MAX: Duration = Duration::from_millis(250);
 /// would sleep the whole [`MAX_PAUSE`] each time).
 const RESTART_PAUSE: Duration = Duration::from_micros(50);
 
+/// Histogram of how long SQLite writers of this process waited for the write lock (seconds).
+pub const LOCK_WAIT_METRIC: &str = "latch_sqlite_lock_wait_seconds";
+
+/// Histogram of this process's checkpoints (seconds), by `mode`: `passive`, or `restart` (which
+/// holds the write lock, so writers wait for it).
+pub const CHECKPOINT_METRIC: &str = "latch_sqlite_checkpoint_seconds";
+
 /// After restarts that could not finish, the next is tried no sooner than 50 ms doubled per
 /// failure, up to this (milliseconds).
 const RESTART_RETRY_MAX: u64 = 1000;
@@ -159,8 +166,19 @@ thread_local! {
     /// When the connection of this thread began to wait, and the commit count it last saw
     /// (sqlx runs each SQLite connection on a thread of its own).
     static WAIT: Cell<(Option<Instant>, u64)> = const { Cell::new((None, 0)) };
+    /// How long the latest wait of this thread's connection had lasted at its latest try, not yet
+    /// recorded: recorded at the connection's next commit, its next wait or when it gives up, so
+    /// the figure is short of the real wait by at most the last pause ([`MAX_PAUSE`]).
+    static WAITED: Cell<Option<Duration>> = const { Cell::new(None) };
     /// Set while this thread's connection runs a restarting checkpoint: how long it waits at most.
     static RESTARTING: Cell<Option<Duration>> = const { Cell::new(None) };
+}
+
+/// Records the wait in [`WAITED`], if there is one, in [`LOCK_WAIT_METRIC`].
+fn record_wait() {
+    if let Some(d) = WAITED.try_with(Cell::take).ok().flatten() {
+        metrics::histogram!(LOCK_WAIT_METRIC).record(d.as_secs_f64());
+    }
 }
 
 /// Commits counted so far.
@@ -184,18 +202,29 @@ fn wait_for_commit(seen: u64, at_most: Duration) -> u64 {
 /// once (the holder may be done already); later ones after a commit, or [`MAX_PAUSE`].
 unsafe extern "C" fn busy(_arg: *mut c_void, count: c_int) -> c_int {
     let now = Instant::now();
+    let restarting = RESTARTING.try_with(Cell::get).ok().flatten();
     let (since, seen) = WAIT.try_with(Cell::get).unwrap_or((None, 0));
     let (since, seen) = match since {
         Some(t) if count > 0 => (t, seen),
         _ => {
+            if restarting.is_none() {
+                record_wait();
+                let _ = WAITED.try_with(|w| w.set(Some(Duration::ZERO)));
+            }
             let seen = commits();
             let _ = WAIT.try_with(|w| w.set((Some(now), seen)));
             std::thread::yield_now();
             return 1;
         }
     };
-    let restarting = RESTARTING.try_with(Cell::get).ok().flatten();
-    if now.duration_since(since) >= restarting.unwrap_or(GIVE_UP) {
+    let waited = now.duration_since(since);
+    if restarting.is_none() {
+        let _ = WAITED.try_with(|w| w.set(Some(waited)));
+    }
+    if waited >= restarting.unwrap_or(GIVE_UP) {
+        if restarting.is_none() {
+            record_wait();
+        }
         return 0;
     }
     if restarting.is_some() {
@@ -214,6 +243,7 @@ unsafe extern "C" fn busy(_arg: *mut c_void, count: c_int) -> c_int {
 /// [`CHECKPOINT_EVERY`], restarting the log once it is [`RESTART_PAGES`] long.
 unsafe extern "C" fn committed(arg: *mut c_void, db: *mut ffi::sqlite3, name: *const c_char, pages: c_int) -> c_int {
     COMMITS.fetch_add(1, Ordering::SeqCst);
+    record_wait();
     if WAITERS.load(Ordering::SeqCst) > 0 {
         // Taken so that a waiter between its check and its sleep is not passed by.
         drop(LOCK.lock().unwrap_or_else(|e| e.into_inner()));
@@ -231,17 +261,22 @@ unsafe extern "C" fn committed(arg: *mut c_void, db: *mut ffi::sqlite3, name: *c
     if restart {
         // First copy what can be copied without the write lock, so that the restarting
         // checkpoint, which holds it, has only the commits of the last few milliseconds left.
+        let started = Instant::now();
         // SAFETY: as for the checkpoint below.
         unsafe {
             ffi::sqlite3_wal_checkpoint_v2(db, name, ffi::SQLITE_CHECKPOINT_PASSIVE, ptr::null_mut(), ptr::null_mut())
         };
+        metrics::histogram!(CHECKPOINT_METRIC, "mode" => "passive").record(started.elapsed().as_secs_f64());
         let wait = RESTART_WAIT * (pages / RESTART_PAGES).max(1) as u32;
         let _ = RESTARTING.try_with(|r| r.set(Some(wait.min(RESTART_WAIT_MAX))));
     }
     // SAFETY: SQLite passes the committing connection, which holds no transaction any more,
     // and the schema name; a checkpoint from the WAL hook is what sqlite3WalDefaultHook does.
+    let started = Instant::now();
     let rc = unsafe { ffi::sqlite3_wal_checkpoint_v2(db, name, mode, ptr::null_mut(), ptr::null_mut()) };
     let _ = RESTARTING.try_with(|r| r.set(None));
+    let kind = if restart { "restart" } else { "passive" };
+    metrics::histogram!(CHECKPOINT_METRIC, "mode" => kind).record(started.elapsed().as_secs_f64());
     if restart {
         if rc == ffi::SQLITE_OK {
             log.restarts.fetch_add(1, Ordering::SeqCst);

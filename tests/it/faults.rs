@@ -423,6 +423,16 @@ async fn killed_during_an_import_leaves_whole_organizations() {
 
 /// A SQLite database of latch's store in `dir`, with a pool of `pool` connections and the one
 /// table `ddl` creates.
+/// The sum of the samples of `metric` (a full name with its suffix, such as `_count` or
+/// `_bucket`) in this process's `/metrics` text whose labels contain `labels`.
+fn metric(metric: &str, labels: &str) -> f64 {
+    let text = latch::telemetry::prometheus().expect("the metrics recorder").render();
+    text.lines()
+        .filter(|l| l.split([' ', '{']).next() == Some(metric) && l.contains(labels))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
 async fn scratch_sqlite(dir: &tempfile::TempDir, file: &str, pool: u32, ddl: &str) -> latch::store::Db {
     let db = latch::store::Db::connect(&format!("sqlite://{}/{file}", dir.path().display()), pool).await.unwrap();
     sqlx::query(ddl).execute(&mut *db.conn().await.unwrap()).await.unwrap();
@@ -440,6 +450,11 @@ async fn sqlite_writers_wait_for_the_lock_and_give_up_in_time() {
     let dir = tempfile::tempdir().unwrap();
     let db = scratch_sqlite(&dir, "locks.db", 4, "CREATE TABLE t (x INTEGER NOT NULL, pad BLOB)").await;
     let commits = sqlite_busy::commits();
+    // Waits and checkpoints are measured (other tests of this process may add to the figures).
+    let waits = || metric("latch_sqlite_lock_wait_seconds_count", "");
+    let long_waits = || waits() - metric("latch_sqlite_lock_wait_seconds_bucket", "le=\"0.25\"");
+    let passive = || metric("latch_sqlite_checkpoint_seconds_count", "mode=\"passive\"");
+    let (waits0, long_waits0, passive0) = (waits(), long_waits(), passive());
 
     // One transaction holds the write lock; a write on another connection waits for it.
     let mut holder = db.begin().await.unwrap();
@@ -459,6 +474,8 @@ async fn sqlite_writers_wait_for_the_lock_and_give_up_in_time() {
     result.expect("the waiting write goes through after the commit");
     assert!(done_at >= commit.expect("finished after the commit was started"));
     assert!(sqlite_busy::commits() >= commits + 2, "both commits announced");
+    assert!(waits() > waits0, "the wait for the lock is measured");
+    assert!(long_waits() > long_waits0, "as one of over 0.25 s (it waited about 0.3 s)");
     let mut c = db.conn().await.unwrap();
     let rows: Vec<(i64,)> = sqlx::query_as("SELECT x FROM t ORDER BY x").fetch_all(&mut *c).await.unwrap();
     assert_eq!(rows, vec![(1,), (2,)]);
@@ -471,6 +488,7 @@ async fn sqlite_writers_wait_for_the_lock_and_give_up_in_time() {
     }
     let wal = std::fs::metadata(dir.path().join("locks.db-wal")).unwrap().len();
     assert!(wal < 20 << 20, "write-ahead log of {wal} bytes: not checkpointed");
+    assert!(passive() > passive0, "checkpoints are measured");
 
     // While a reader keeps an old snapshot the log cannot start over, and SQLite's own hook
     // would checkpoint (and fsync) after every commit; latch does at most one per 50 ms.
