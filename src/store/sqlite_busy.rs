@@ -27,10 +27,7 @@
 //! cannot start over, and in the benchmark it grew to 340 MB (SQLite's hook) and 2.5 GB (one
 //! checkpoint per 50 ms). Once the log holds [`RESTART_PAGES`] pages, the checkpoint is a
 //! restarting one: it holds the write lock while it copies the rest and waits for the readers of
-//! the log to finish, so the next write starts the log over. Writers wait meanwhile, so it is
-//! kept short: a passive checkpoint right before it copies the bulk without the lock (unless
-//! the log has grown to twice the bound all the same: writers go on during that copy), and it
-//! looks for the readers at least every [`RESTART_PAUSE`]. It waits at most
+//! the log to finish, so the next write starts the log over. It waits at most
 //! [`RESTART_WAIT`] for the lock and the readers (a long read, such as an export, may hold
 //! the log for seconds), that much again for every further [`RESTART_PAGES`] the log holds, up
 //! to [`RESTART_WAIT_MAX`] (on an overloaded machine a reader may be off the CPU for longer than
@@ -78,13 +75,6 @@ const RESTART_WAIT: Duration = Duration::from_millis(10);
 
 /// The longest a restarting checkpoint waits.
 const RESTART_WAIT_MAX: Duration = Duration::from_millis(250);
-
-/// The longest a restarting checkpoint waits between two tries. Once it holds the write lock it
-/// waits for the log's readers, and no commit comes to wake it, while writers wait for it. It
-/// still wakes at a commit too: while it waits for the lock itself, sleeping instead let the
-/// writers woken by each commit take the lock ahead of it, and on an overloaded machine its
-/// tries ran out and the log grew to hundreds of megabytes.
-const RESTART_PAUSE: Duration = Duration::from_micros(50);
 
 /// Histogram of how long SQLite writers of this process waited for the write lock (seconds).
 pub const LOCK_WAIT_METRIC: &str = "latch_sqlite_lock_wait_seconds";
@@ -230,9 +220,7 @@ unsafe extern "C" fn busy(_arg: *mut c_void, count: c_int) -> c_int {
         }
         return 0;
     }
-    // A restarting checkpoint first waits for the write lock, like any writer (a commit wakes
-    // it), and then, holding it, for the log's readers, which no commit announces.
-    let seen = wait_for_commit(seen, if restarting.is_some() { RESTART_PAUSE } else { MAX_PAUSE });
+    let seen = wait_for_commit(seen, MAX_PAUSE);
     let _ = WAIT.try_with(|w| w.set((Some(since), seen)));
     1
 }
@@ -257,18 +245,6 @@ unsafe extern "C" fn committed(arg: *mut c_void, db: *mut ffi::sqlite3, name: *c
     };
     log.count.fetch_add(1, Ordering::SeqCst);
     let restart = mode == ffi::SQLITE_CHECKPOINT_RESTART;
-    if restart && pages < 2 * RESTART_PAGES {
-        // First copy what can be copied without the write lock, so that the restarting
-        // checkpoint, which holds it, has only the commits of the last few milliseconds left.
-        // Writers go on meanwhile, so a log that has grown to twice its bound all the same (the
-        // writes outrun the copying) is restarted at once.
-        let started = Instant::now();
-        // SAFETY: as for the checkpoint below.
-        unsafe {
-            ffi::sqlite3_wal_checkpoint_v2(db, name, ffi::SQLITE_CHECKPOINT_PASSIVE, ptr::null_mut(), ptr::null_mut())
-        };
-        metrics::histogram!(CHECKPOINT_METRIC, "mode" => "passive").record(started.elapsed().as_secs_f64());
-    }
     if restart {
         let wait = RESTART_WAIT * (pages / RESTART_PAGES).max(1) as u32;
         let _ = RESTARTING.try_with(|r| r.set(Some(wait.min(RESTART_WAIT_MAX))));
