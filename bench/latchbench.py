@@ -552,6 +552,13 @@ def cmd_report(a):
                                # right after the paced one: how far the VM's speed drifted.
                                "rsa_probe_before_per_s": num(r.get("rsa_probe_before")),
                                "rsa_probe_after_per_s": num(r.get("rsa_probe_after"))}
+            if r["store"] == "sqlite":
+                # What SQLite's writers waited for during the paced pass (latch's histograms).
+                row["at_80pct"]["sqlite"] = {
+                    "lock_waits": num(r.get("paced_sqlite_lock_waits"), int),
+                    "lock_waits_over_5ms": num(r.get("paced_sqlite_lock_waits_over_5ms"), int),
+                    "restarts": num(r.get("paced_sqlite_restarts"), int),
+                    "restart_ms": num(r.get("paced_sqlite_restart_ms"))}
         goal_txt, checks = [], []
         if "rps" in g:
             goal_txt.append(f"≥ {g['rps']:,}/s")
@@ -645,6 +652,11 @@ def cmd_report(a):
             if before and after:
                 notes.append(f"RSA signing {before:,.0f}/s before the peak pass, {after:,.0f}/s after the "
                              f"paced one ({after / before - 1:+.0%})")
+            lite = pace.get("sqlite") or {}
+            if lite.get("lock_waits"):
+                notes.append(f"{lite['lock_waits']:,} writes waited for SQLite's lock, "
+                             f"{lite['lock_waits_over_5ms']:,} over 5 ms; {lite['restarts']} restarting "
+                             f"checkpoints, {lite['restart_ms']:,.0f} ms in all")
         if r.get("share_of_rsa_ceiling") is not None:
             notes.append(f"{r['share_of_rsa_ceiling']:.0%} of the RSA ceiling")
         if r.get("share_of_argon2_ceiling") is not None:
