@@ -558,7 +558,8 @@ def cmd_report(a):
                     "lock_waits": num(r.get("paced_sqlite_lock_waits"), int),
                     "lock_waits_over_5ms": num(r.get("paced_sqlite_lock_waits_over_5ms"), int),
                     "restarts": num(r.get("paced_sqlite_restarts"), int),
-                    "restart_ms": num(r.get("paced_sqlite_restart_ms"))}
+                    "restart_ms": num(r.get("paced_sqlite_restart_ms")),
+                    "restarts_held_up": num(r.get("paced_sqlite_restarts_held_up"), int)}
         goal_txt, checks = [], []
         if "rps" in g:
             goal_txt.append(f"≥ {g['rps']:,}/s")
@@ -656,7 +657,9 @@ def cmd_report(a):
             if lite.get("lock_waits"):
                 notes.append(f"{lite['lock_waits']:,} writes waited for SQLite's lock, "
                              f"{lite['lock_waits_over_5ms']:,} over 5 ms; {lite['restarts']} restarting "
-                             f"checkpoints, {lite['restart_ms']:,.0f} ms in all")
+                             f"checkpoints, {lite['restart_ms']:,.0f} ms in all"
+                             + (f", {lite['restarts_held_up']} held up by a reader"
+                                if lite.get("restarts_held_up") is not None else ""))
         if r.get("share_of_rsa_ceiling") is not None:
             notes.append(f"{r['share_of_rsa_ceiling']:.0%} of the RSA ceiling")
         if r.get("share_of_argon2_ceiling") is not None:

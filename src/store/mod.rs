@@ -199,14 +199,16 @@ impl Db {
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
-                        // WAL lets readers run beside the writer; LIKE is case-sensitive as on
-                        // PostgreSQL so both backends search alike.
-                        conn.execute(
+                        // WAL lets readers run beside the writer (the log's disk space is
+                        // given back down to its limit when it starts over); LIKE is
+                        // case-sensitive as on PostgreSQL so both backends search alike.
+                        let pragmas = format!(
                             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                             PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; \
-                             PRAGMA case_sensitive_like = ON;",
-                        )
-                        .await?;
+                             PRAGMA journal_size_limit = {}; PRAGMA foreign_keys = ON; \
+                             PRAGMA busy_timeout = 5000; PRAGMA case_sensitive_like = ON;",
+                            sqlite_busy::LOG_LIMIT
+                        );
+                        conn.execute(pragmas.as_str()).await?;
                         // Waits for the write lock in short steps (see sqlite_busy).
                         let enabled: i64 = sqlx::query_scalar(sqlite_busy::ENABLE).fetch_one(&mut *conn).await?;
                         if enabled != 1 {

@@ -31,10 +31,18 @@
 //! [`RESTART_WAIT`] for the lock and the readers (a long read, such as an export, may hold
 //! the log for seconds), that much again for every further [`RESTART_PAGES`] the log holds, up
 //! to [`RESTART_WAIT_MAX`] (on an overloaded machine a reader may be off the CPU for longer than
-//! the short wait, and a log that keeps growing is worth a longer stop). After a restart that
-//! could not finish it tries again after 50 ms, then after twice as long each time, up to
-//! [`RESTART_RETRY_MAX`] (a reader that was merely slow is gone by the next try, a long one is
-//! not waited for again and again).
+//! the short wait, and a log that keeps growing is worth a longer stop).
+//!
+//! A restart that could not finish was held up by a reader, and what it copied tells which kind.
+//! A reader that was merely slow (off the CPU for a while) is gone by the next try: the copy gets
+//! further each time, and the restart is tried again at the next checkpoint, 50 ms later. A long
+//! read (an export) keeps the snapshot it began with, so the copy stops at the same frame try
+//! after try: the pause before the next try then doubles, up to [`RESTART_RETRY_MAX`], so writers
+//! do not stop again and again for a reader that will not leave. (Doubling after every failure,
+//! as latch first did, let the log reach 64-228 MB under the full test suite's load, where readers
+//! are often off the CPU for longer than the wait: a few slow readers in a row pushed the pause to
+//! a second, while the log grew by tens of megabytes.) After a restart, `journal_size_limit`
+//! ([`LOG_LIMIT`]) gives back the disk space of a log that had grown past it.
 //!
 //! sqlx does not hand out the raw handle of a connection in a pool of `Any` connections, so the
 //! hooks are installed through SQLite itself: [`install`] registers an auto-extension that gives
@@ -83,9 +91,16 @@ pub const LOCK_WAIT_METRIC: &str = "latch_sqlite_lock_wait_seconds";
 /// holds the write lock, so writers wait for it).
 pub const CHECKPOINT_METRIC: &str = "latch_sqlite_checkpoint_seconds";
 
-/// After restarts that could not finish, the next is tried no sooner than 50 ms doubled per
-/// failure, up to this (milliseconds).
+/// Counter of restarting checkpoints that could not finish (a reader held the log).
+pub const HELD_UP_METRIC: &str = "latch_sqlite_restarts_held_up_total";
+
+/// After restarts that a long read held up, the next is tried no sooner than 50 ms doubled per
+/// such failure, up to this (milliseconds).
 const RESTART_RETRY_MAX: u64 = 1000;
+
+/// `PRAGMA journal_size_limit` for the SQLite store (bytes): a log that grew past this is cut
+/// back to it when it starts over.
+pub const LOG_LIMIT: u64 = 64 << 20;
 
 /// One database file's checkpoints in this process.
 #[derive(Default)]
@@ -95,9 +110,13 @@ struct Log {
     count: AtomicU64,
     /// No restarting checkpoint before this (milliseconds since [`EPOCH`] plus one).
     restart_after: AtomicU64,
-    /// Restarts in a row that could not finish.
+    /// Restarts in a row that could not finish because a read held the log.
     restart_failures: AtomicU64,
+    /// The frames copied when the last restart could not finish, plus one (0: it finished).
+    stuck_at: AtomicU64,
     restarts: AtomicU64,
+    /// Restarting checkpoints that could not finish.
+    held_up: AtomicU64,
 }
 
 static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
@@ -123,6 +142,12 @@ pub fn checkpoints(path: &str) -> u64 {
 /// Restarting checkpoints this process ran on the database file at `path`.
 pub fn restarts(path: &str) -> u64 {
     counted(path, |l| &l.restarts)
+}
+
+/// Restarting checkpoints this process tried on the database file at `path` that could not
+/// finish.
+pub fn restarts_held_up(path: &str) -> u64 {
+    counted(path, |l| &l.held_up)
 }
 
 fn now_ms() -> u64 {
@@ -252,21 +277,44 @@ unsafe extern "C" fn committed(arg: *mut c_void, db: *mut ffi::sqlite3, name: *c
     // SAFETY: SQLite passes the committing connection, which holds no transaction any more,
     // and the schema name; a checkpoint from the WAL hook is what sqlite3WalDefaultHook does.
     let started = Instant::now();
-    let rc = unsafe { ffi::sqlite3_wal_checkpoint_v2(db, name, mode, ptr::null_mut(), ptr::null_mut()) };
+    let (mut frames, mut copied) = (0, 0);
+    let rc = unsafe { ffi::sqlite3_wal_checkpoint_v2(db, name, mode, &mut frames, &mut copied) };
     let _ = RESTARTING.try_with(|r| r.set(None));
     let kind = if restart { "restart" } else { "passive" };
     metrics::histogram!(CHECKPOINT_METRIC, "mode" => kind).record(started.elapsed().as_secs_f64());
     if restart {
-        if rc == ffi::SQLITE_OK {
-            log.restarts.fetch_add(1, Ordering::SeqCst);
-            log.restart_failures.store(0, Ordering::SeqCst);
-        } else {
-            let failures = log.restart_failures.fetch_add(1, Ordering::SeqCst).min(5);
-            let pause = (CHECKPOINT_EVERY << failures).min(RESTART_RETRY_MAX);
-            log.restart_after.store(now_ms() + pause, Ordering::SeqCst);
+        match rc == ffi::SQLITE_OK {
+            true => log.restarted(),
+            false => log.held_up(copied),
         }
     }
     ffi::SQLITE_OK
+}
+
+impl Log {
+    fn restarted(&self) {
+        self.restarts.fetch_add(1, Ordering::SeqCst);
+        self.restart_failures.store(0, Ordering::SeqCst);
+        self.stuck_at.store(0, Ordering::SeqCst);
+    }
+
+    /// A restart could not finish, with `copied` frames of the log copied: when that is where the
+    /// last one stopped too, a read has held the log since, and the pause before the next try
+    /// doubles; otherwise the next try comes with the next checkpoint.
+    fn held_up(&self, copied: c_int) {
+        self.held_up.fetch_add(1, Ordering::SeqCst);
+        metrics::counter!(HELD_UP_METRIC).increment(1);
+        let at = u64::try_from(copied).map_or(0, |c| c + 1);
+        let failures = match self.stuck_at.swap(at, Ordering::SeqCst) == at && at != 0 {
+            true => self.restart_failures.fetch_add(1, Ordering::SeqCst) + 1,
+            false => {
+                self.restart_failures.store(0, Ordering::SeqCst);
+                0
+            }
+        };
+        let pause = (CHECKPOINT_EVERY << failures.min(5)).min(RESTART_RETRY_MAX);
+        self.restart_after.store(now_ms() + pause, Ordering::SeqCst);
+    }
 }
 
 /// `latch_busy_wait()`: installs [`busy`] and [`committed`] on the connection that calls it.

@@ -582,3 +582,80 @@ async fn sqlite_log_stays_bounded_under_writes_that_never_pause() {
     // (bound 16 MiB plus what is written while a restart waits), more on a busy machine.
     assert!(largest < 64 << 20, "write-ahead log reached {largest} bytes");
 }
+
+/// A long read (an export) holds the write-ahead log: it cannot start over until the read ends,
+/// however often a checkpoint tries. latch then tries less and less often (each try stops the
+/// writers for a moment), finds out soon after the read ends, and gives back the disk space of
+/// the log beyond its limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_log_waits_out_a_long_read_and_gives_its_space_back() {
+    use latch::store::sqlite_busy;
+    let dir = tempfile::tempdir().unwrap();
+    let db = scratch_sqlite(&dir, "long.db", 3, "CREATE TABLE t (x INTEGER NOT NULL, pad BLOB)").await;
+    let wal = dir.path().join("long.db-wal");
+    let path = std::fs::canonicalize(dir.path().join("long.db")).unwrap();
+    let path = path.to_str().unwrap().to_string();
+    let mut c = db.conn().await.unwrap();
+    let insert = "INSERT INTO t (x, pad) VALUES (1, zeroblob(4096))";
+
+    // The reader's snapshot must include frames not yet copied (a snapshot of a fully copied log
+    // reads the database file and holds nothing): it begins right after a commit that ran no
+    // checkpoint.
+    let mut reader = db.conn().await.unwrap();
+    loop {
+        let before = sqlite_busy::checkpoints(&path);
+        sqlx::query(insert).execute(&mut *c).await.unwrap();
+        if sqlite_busy::checkpoints(&path) == before {
+            break;
+        }
+    }
+    sqlx::query("BEGIN").execute(&mut *reader).await.unwrap();
+    sqlx::query("SELECT COUNT(*) FROM t").fetch_one(&mut *reader).await.unwrap();
+
+    // Writes go on while the read lasts: at full speed until restarts are tried (the log holds
+    // 16 MiB), then for 1.5 s one every 5 ms (a chance to try every 50 ms), then at full speed
+    // again until the log is past its limit.
+    let held_up0 = sqlite_busy::restarts_held_up(&path);
+    let counted0 = metric(sqlite_busy::HELD_UP_METRIC, "");
+    let started = Instant::now();
+    while sqlite_busy::restarts_held_up(&path) == held_up0 {
+        sqlx::query(insert).execute(&mut *c).await.unwrap();
+        assert!(started.elapsed() < Duration::from_secs(60), "no restart was tried");
+    }
+    let first_try = Instant::now();
+    while first_try.elapsed() < Duration::from_millis(1500) {
+        sqlx::query(insert).execute(&mut *c).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    while std::fs::metadata(&wal).unwrap().len() <= sqlite_busy::LOG_LIMIT + (4 << 20) {
+        sqlx::query(insert).execute(&mut *c).await.unwrap();
+        assert!(started.elapsed() < Duration::from_secs(120), "the log did not grow past its limit");
+    }
+    let tries = sqlite_busy::restarts_held_up(&path) - held_up0;
+    let trying_ms = first_try.elapsed().as_millis();
+    assert_eq!(sqlite_busy::restarts(&path), 0, "the log started over under the reader's snapshot");
+    // Each try waits for the reader; tried every 50 ms they would stop the writers about one
+    // time in five. The pause doubles per try, up to a second: about log2(t / 50 ms) + t / 1 s
+    // tries in t ms.
+    let bound = trying_ms / 250 + 6;
+    println!("{tries} restarts tried in {trying_ms} ms while the read held the log (at most {bound})");
+    assert!((1..=bound as u64).contains(&tries), "{tries} restarts tried in {trying_ms} ms");
+    // (Other tests of this process may add to the counter.)
+    assert!(metric(sqlite_busy::HELD_UP_METRIC, "") - counted0 >= tries as f64, "held-up restarts are counted");
+
+    // The read ends: the log starts over within the longest pause (restarted by a checkpoint, or
+    // by a write that finds it all copied), and the next commit cuts the file back to the limit.
+    sqlx::query("ROLLBACK").execute(&mut *reader).await.unwrap();
+    drop(reader);
+    let ended = Instant::now();
+    let size = loop {
+        sqlx::query(insert).execute(&mut *c).await.unwrap();
+        let size = std::fs::metadata(&wal).unwrap().len();
+        if size <= sqlite_busy::LOG_LIMIT {
+            break size;
+        }
+        assert!(ended.elapsed() < Duration::from_secs(10), "the log neither started over nor shrank ({size} bytes)");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    println!("after the read: the log was cut back to {size} bytes in {} ms", ended.elapsed().as_millis());
+}
