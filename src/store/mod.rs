@@ -11,6 +11,7 @@ pub mod instance;
 pub mod key;
 pub mod member;
 pub mod org;
+pub mod pool;
 pub mod project;
 pub mod query;
 pub mod refresh;
@@ -25,17 +26,13 @@ pub mod user_code;
 pub mod web_key;
 
 use std::path::Path;
-use std::time::Duration;
 
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::any::AnyConnectOptions;
 use sqlx::migrate::Migrator;
-use sqlx::pool::PoolConnection;
-use sqlx::{Any, AnyPool, Connection, Executor, Transaction};
+use sqlx::{Connection, Executor};
 
+pub use pool::{Pooled, Tx};
 pub use sqlx::AnyConnection as Conn;
-
-/// A connection taken from the pool; dropping it gives it back.
-pub type Pooled = PoolConnection<Any>;
 
 /// Where a connection comes from when one is needed: a connection or transaction already held,
 /// or a [`Lazy`] one taken from the pool on first use.
@@ -55,9 +52,8 @@ impl Source for Pooled {
     }
 }
 
-/// A pooled connection taken only when a query needs it. An acquired pool connection costs a
-/// round trip each way (sqlx checks it on acquire and on release), which a request answered
-/// from the caches should not pay.
+/// A pooled connection taken only when a query needs it: a request answered from the caches
+/// does not touch the pool.
 pub struct Lazy<'a> {
     db: &'a Db,
     conn: Option<Pooled>,
@@ -101,8 +97,16 @@ impl From<sqlx::Error> for StoreError {
             | sqlx::Error::PoolClosed
             | sqlx::Error::Io(_)
             | sqlx::Error::Protocol(_)
-            | sqlx::Error::WorkerCrashed => StoreError::Unavailable(e.to_string()),
+            | sqlx::Error::WorkerCrashed => {
+                if !matches!(e, sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed) {
+                    pool::suspect();
+                }
+                StoreError::Unavailable(e.to_string())
+            }
             sqlx::Error::Database(db) if db.code().is_some_and(|c| is_transient(&c)) => {
+                if db.code().is_some_and(|c| c.starts_with("08") || c.starts_with("57P")) {
+                    pool::suspect();
+                }
                 StoreError::Unavailable(e.to_string())
             }
             // 22021 character_not_in_repertoire (a NUL byte), 22P05 untranslatable_character.
@@ -138,7 +142,7 @@ pub enum Backend {
 /// The connection pool and which database is behind it.
 #[derive(Clone, Debug)]
 pub struct Db {
-    pool: AnyPool,
+    pool: pool::Pool,
     backend: Backend,
 }
 
@@ -167,6 +171,27 @@ fn prepare_sqlite_url(url: &str) -> Result<String> {
     })
 }
 
+/// Prepares a new connection. On SQLite: WAL lets readers run beside the writer (the log's disk
+/// space is given back down to its limit when it starts over); LIKE is case-sensitive as on
+/// PostgreSQL so both backends search alike; writers wait for the lock through latch's busy
+/// handler (see sqlite_busy).
+async fn prepare(conn: &mut Conn, backend: Backend) -> std::result::Result<(), sqlx::Error> {
+    if backend == Backend::Sqlite {
+        let pragmas = format!(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+             PRAGMA journal_size_limit = {}; PRAGMA foreign_keys = ON; \
+             PRAGMA busy_timeout = 5000; PRAGMA case_sensitive_like = ON;",
+            sqlite_busy::LOG_LIMIT
+        );
+        conn.execute(pragmas.as_str()).await?;
+        let enabled: i64 = sqlx::query_scalar(sqlite_busy::ENABLE).fetch_one(&mut *conn).await?;
+        if enabled != 1 {
+            return Err(sqlx::Error::Protocol("the SQLite busy handler was refused".into()));
+        }
+    }
+    Ok(())
+}
+
 impl Db {
     /// Connects to `url` (`sqlite:...` or `postgres://...`).
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
@@ -179,56 +204,14 @@ impl Db {
         };
         let options: AnyConnectOptions =
             url.parse().map_err(|e: sqlx::Error| StoreError::Unavailable(format!("bad database URL: {e}")))?;
-        let pool = AnyPoolOptions::new()
-            .max_connections(max_connections)
-            .min_connections(0)
-            .acquire_timeout(Duration::from_secs(3))
-            .idle_timeout(Duration::from_secs(300))
-            // sqlx pings a connection on every acquire by default: a round trip per request.
-            // Only a connection that sat idle may have been cut off meanwhile; one in steady use
-            // that fails answers 503 once and is closed by the ping on release.
-            .test_before_acquire(false)
-            .before_acquire(|conn, meta| {
-                Box::pin(async move {
-                    if meta.idle_for > Duration::from_secs(1) {
-                        conn.ping().await?;
-                    }
-                    Ok(true)
-                })
-            })
-            .after_connect(move |conn, _meta| {
-                Box::pin(async move {
-                    if backend == Backend::Sqlite {
-                        // WAL lets readers run beside the writer (the log's disk space is
-                        // given back down to its limit when it starts over); LIKE is
-                        // case-sensitive as on PostgreSQL so both backends search alike.
-                        let pragmas = format!(
-                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                             PRAGMA journal_size_limit = {}; PRAGMA foreign_keys = ON; \
-                             PRAGMA busy_timeout = 5000; PRAGMA case_sensitive_like = ON;",
-                            sqlite_busy::LOG_LIMIT
-                        );
-                        conn.execute(pragmas.as_str()).await?;
-                        // Waits for the write lock in short steps (see sqlite_busy).
-                        let enabled: i64 = sqlx::query_scalar(sqlite_busy::ENABLE).fetch_one(&mut *conn).await?;
-                        if enabled != 1 {
-                            return Err(sqlx::Error::Protocol("the SQLite busy handler was refused".into()));
-                        }
-                    }
-                    Ok(())
-                })
-            })
-            .connect_with(options)
-            .await?;
+        let pool = pool::Pool::new(options, backend, max_connections);
+        // One connection now, so that a database that cannot be reached fails here.
+        drop(pool.acquire().await?);
         Ok(Self { pool, backend })
     }
 
     pub fn backend(&self) -> Backend {
         self.backend
-    }
-
-    pub fn pool(&self) -> &AnyPool {
-        &self.pool
     }
 
     fn migrator(&self) -> &'static Migrator {
@@ -240,17 +223,19 @@ impl Db {
 
     /// Applies the migrations that are not applied yet.
     pub async fn migrate(&self) -> Result<()> {
-        self.migrator().run(&self.pool).await?;
+        let mut c = self.conn().await?;
+        self.migrator().run(&mut *c).await?;
         Ok(())
     }
 
     /// The store answers and every migration latch knows is applied.
     pub async fn is_ready(&self) -> bool {
         let latest = self.migrator().iter().map(|m| m.version).max().unwrap_or(0);
+        let Ok(mut c) = self.conn().await else { return false };
         let row: std::result::Result<Option<(i64,)>, _> =
             sqlx::query_as("SELECT MAX(version) FROM _sqlx_migrations WHERE success = $1")
                 .bind(true)
-                .fetch_optional(&self.pool)
+                .fetch_optional(&mut *c)
                 .await;
         matches!(row, Ok(Some((v,))) if v >= latest)
     }
@@ -266,11 +251,12 @@ impl Db {
 
     /// A write transaction. On SQLite it takes the write lock up front (`BEGIN IMMEDIATE`), so
     /// two writers wait for each other instead of failing when one upgrades a read.
-    pub async fn begin(&self) -> Result<Transaction<'static, Any>> {
-        Ok(match self.backend {
-            Backend::Postgres => self.pool.begin().await?,
-            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
-        })
+    pub async fn begin(&self) -> Result<Tx> {
+        let begin = match self.backend {
+            Backend::Postgres => "BEGIN",
+            Backend::Sqlite => "BEGIN IMMEDIATE",
+        };
+        Ok(Tx::begin(self.conn().await?, begin).await?)
     }
 
     pub async fn close(&self) {
@@ -279,7 +265,7 @@ impl Db {
 
     /// Pool gauges for `/metrics`: (open connections, idle connections).
     pub fn pool_usage(&self) -> (u32, usize) {
-        (self.pool.size(), self.pool.num_idle())
+        self.pool.usage()
     }
 
     /// Checks the connection (used by tests and `readyz`).

@@ -659,3 +659,75 @@ async fn sqlite_log_waits_out_a_long_read_and_gives_its_space_back() {
     };
     println!("after the read: the log was cut back to {size} bytes in {} ms", ended.elapsed().as_millis());
 }
+
+/// latch's connection pool (src/store/pool.rs) on `db`, a pool of at most 2 connections with a
+/// table `t (x INTEGER)`: connections are reused, a transaction dropped half-way is rolled back
+/// at once (on SQLite it held the write lock), and a request that finds every connection taken
+/// gets "unavailable" after the acquire timeout, not a hang.
+async fn pool_reuses_rolls_back_and_bounds(db: latch::store::Db) {
+    use latch::store::{StoreError, pool};
+    for _ in 0..10 {
+        let mut c = db.conn().await.unwrap();
+        sqlx::query("SELECT 1").execute(&mut *c).await.unwrap();
+    }
+    assert_eq!(db.pool_usage(), (1, 1), "one connection, reused");
+
+    let mut tx = db.begin().await.unwrap();
+    sqlx::query("INSERT INTO t (x) VALUES (1)").execute(&mut *tx).await.unwrap();
+    drop(tx);
+    let started = Instant::now();
+    let mut tx = db.begin().await.unwrap();
+    sqlx::query("INSERT INTO t (x) VALUES (2)").execute(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2), "the dropped transaction let go of the lock at once");
+    let mut c = db.conn().await.unwrap();
+    let rows: Vec<(i64,)> = sqlx::query_as("SELECT x FROM t").fetch_all(&mut *c).await.unwrap();
+    assert_eq!(rows, vec![(2,)], "the dropped transaction's write is gone");
+
+    let _second = db.conn().await.unwrap();
+    let started = Instant::now();
+    let third = db.conn().await;
+    assert!(matches!(third, Err(StoreError::Unavailable(_))), "{:?}", third.err());
+    assert!(started.elapsed() >= pool::ACQUIRE_TIMEOUT);
+    drop(c);
+    let started = Instant::now();
+    drop(db.conn().await.unwrap());
+    assert!(started.elapsed() < Duration::from_millis(500), "a connection given back is handed out at once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_pool_reuses_rolls_back_and_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    pool_reuses_rolls_back_and_bounds(scratch_sqlite(&dir, "pool.db", 2, "CREATE TABLE t (x INTEGER)").await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_pool_reuses_rolls_back_and_bounds() {
+    let (url, name) = crate::harness::create_pg_database().await;
+    let db = latch::store::Db::connect(&url, 2).await.unwrap();
+    sqlx::query("CREATE TABLE t (x BIGINT)").execute(&mut *db.conn().await.unwrap()).await.unwrap();
+    pool_reuses_rolls_back_and_bounds(db.clone()).await;
+
+    // A connection the database cut off fails its next statement (503); the error makes the pool
+    // check its connections before it hands them out again, so the next request gets a new one.
+    use latch::store::StoreError;
+    let pid = "SELECT pg_backend_pid()";
+    let mut victim = db.conn().await.unwrap();
+    let first: i32 = sqlx::query_scalar(pid).fetch_one(&mut *victim).await.unwrap();
+    let mut admin = db.conn().await.unwrap();
+    sqlx::query("SELECT pg_terminate_backend($1)").bind(first).execute(&mut *admin).await.unwrap();
+    drop(admin);
+    // Given back last, handed out first, and not checked (it idled for less than a second).
+    drop(victim);
+    let mut c = db.conn().await.unwrap();
+    let cut = sqlx::query_scalar::<_, i32>(pid).fetch_one(&mut *c).await.map_err(StoreError::from);
+    assert!(matches!(cut, Err(StoreError::Unavailable(_))), "{cut:?}");
+    drop(c);
+    for _ in 0..2 {
+        let mut c = db.conn().await.unwrap();
+        let now: i32 = sqlx::query_scalar(pid).fetch_one(&mut *c).await.expect("checked before it is handed out");
+        assert_ne!(now, first, "the connection cut off was replaced");
+    }
+    drop(db);
+    crate::harness::drop_pg_database(&name).await;
+}

@@ -1,7 +1,10 @@
 //! Runs the real `latch` binary as a child process.
 
+use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -12,6 +15,42 @@ pub struct LatchProcess {
     pub child: Child,
     pub base: String,
     pub port: u16,
+    /// What the process wrote to stderr and to stdout so far: read as it comes, so that a
+    /// process that logs a lot never blocks on a full pipe.
+    output: [Output; 2],
+}
+
+struct Output {
+    text: Arc<Mutex<Vec<u8>>>,
+    reader: Option<JoinHandle<()>>,
+}
+
+impl Output {
+    fn drain(stream: Option<impl Read + Send + 'static>) -> Self {
+        let text = Arc::new(Mutex::new(Vec::new()));
+        let reader = stream.map(|mut s| {
+            let text = text.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 8192];
+                while let Ok(n @ 1..) = s.read(&mut buf) {
+                    text.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+            })
+        });
+        Output { text, reader }
+    }
+
+    fn now(&self) -> String {
+        String::from_utf8_lossy(&self.text.lock().unwrap()).into_owned()
+    }
+
+    /// Everything, once the process has exited.
+    fn all(&mut self) -> String {
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        self.now()
+    }
 }
 
 pub fn free_port() -> u16 {
@@ -48,12 +87,13 @@ pub fn command(dir: &Path, env: &[(String, String)], args: &[&str]) -> Command {
 impl LatchProcess {
     pub fn spawn(dir: &Path, env: &[(String, String)], port: u16) -> Self {
         latch::crypto::install_tls_provider();
-        let child = command(dir, env, &["serve"])
+        let mut child = command(dir, env, &["serve"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("the latch binary starts");
-        LatchProcess { child, base: format!("http://127.0.0.1:{port}"), port }
+        let output = [Output::drain(child.stderr.take()), Output::drain(child.stdout.take())];
+        LatchProcess { child, base: format!("http://127.0.0.1:{port}"), port, output }
     }
 
     /// Waits until `/readyz` answers 200 (panics with the process output after 30 s).
@@ -76,26 +116,14 @@ impl LatchProcess {
     }
 
     fn output_now(&mut self) -> String {
-        use std::io::Read;
-        let mut s = String::new();
-        if let Some(e) = self.child.stderr.as_mut() {
-            let _ = e.read_to_string(&mut s);
-        }
-        s
+        self.output[0].now()
     }
 
     /// Sends SIGTERM and waits for the exit.
     pub fn terminate(mut self) -> (std::process::ExitStatus, String) {
         let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
-        use std::io::Read;
         let status = self.child.wait().expect("wait");
-        let mut out = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            let _ = e.read_to_string(&mut out);
-        }
-        if let Some(mut o) = self.child.stdout.take() {
-            let _ = o.read_to_string(&mut out);
-        }
+        let out = self.output[0].all() + &self.output[1].all();
         (status, out)
     }
 }
