@@ -99,7 +99,7 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict => ApiError::exists("the object already exists"),
             StoreError::InvalidInput(_) => ApiError::invalid("text must not contain the NUL character"),
             StoreError::Unavailable(detail) => {
-                tracing::warn!(error = %detail, "store unavailable");
+                crate::store::warn_unavailable(&detail);
                 ApiError::new(Code::Unavailable, "the store is unavailable, try again")
             }
             other => ApiError::internal(other),

@@ -128,7 +128,7 @@ impl From<StoreError> for OAuthError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Unavailable(detail) => {
-                tracing::warn!(error = %detail, "store unavailable");
+                crate::store::warn_unavailable(&detail);
                 OAuthError::new(ErrorCode::TemporarilyUnavailable, "the service is temporarily unavailable")
             }
             StoreError::InvalidInput(_) => OAuthError::invalid_request("a parameter contains an invalid character"),

@@ -133,6 +133,27 @@ fn is_transient(code: &str) -> bool {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+/// Logs that the store is unavailable (`detail`), at most once a second with the number of
+/// such errors not logged since: during an outage every request meets it, thousands a second.
+pub fn warn_unavailable(detail: &str) {
+    use std::sync::LazyLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static EPOCH: LazyLock<std::time::Instant> = LazyLock::new(std::time::Instant::now);
+    /// When the last one was logged, in milliseconds since [`EPOCH`] plus one (0: never).
+    static LOGGED: AtomicU64 = AtomicU64::new(0);
+    static NOT_LOGGED: AtomicU64 = AtomicU64::new(0);
+    let now = EPOCH.elapsed().as_millis() as u64 + 1;
+    let last = LOGGED.load(Ordering::SeqCst);
+    if (last == 0 || now >= last + 1000)
+        && LOGGED.compare_exchange(last, now, Ordering::SeqCst, Ordering::SeqCst).is_ok()
+    {
+        let not_logged = NOT_LOGGED.swap(0, Ordering::SeqCst);
+        tracing::warn!(error = %detail, not_logged_since_the_last = not_logged, "store unavailable");
+    } else {
+        NOT_LOGGED.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
     Postgres,

@@ -314,6 +314,10 @@ async fn a_database_restart_under_load_is_survived() {
     assert_eq!(other, 0, "only 200 and 503 during the outage");
     assert!(unavailable > 0, "the outage was seen");
     assert!(slowest < 10_000, "no request hung: slowest {slowest} ms");
+    // Every 503 met the outage, but the log says so about once a second, not once a request.
+    let logged = latch.stderr_now().matches("store unavailable").count() as u64;
+    let bound = down_at.elapsed().as_secs() + 2;
+    assert!((1..=bound).contains(&logged), "{logged} outage lines logged for {unavailable} 503s (at most {bound})");
 
     // Nothing issued before the outage was lost.
     let (s, t) = post_form(

@@ -119,6 +119,11 @@ impl LatchProcess {
         self.output[0].now()
     }
 
+    /// What the process has written to stderr so far.
+    pub fn stderr_now(&self) -> String {
+        self.output[0].now()
+    }
+
     /// Sends SIGTERM and waits for the exit.
     pub fn terminate(mut self) -> (std::process::ExitStatus, String) {
         let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
