@@ -198,7 +198,7 @@ fn main() -> ExitCode {
             false,
         ),
         Command::Serve => {
-            let sqlite = settings.database_url.starts_with("sqlite:");
+            let sqlite = latch::store::Backend::of_url(&settings.database_url) == latch::store::Backend::Sqlite;
             run(serve(settings), sqlite)
         }
         Command::Healthcheck { addr } => {

@@ -93,18 +93,13 @@ impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
         match &e {
             sqlx::Error::Database(db) if db.kind() == sqlx::error::ErrorKind::UniqueViolation => StoreError::Conflict,
-            sqlx::Error::PoolTimedOut
-            | sqlx::Error::PoolClosed
-            | sqlx::Error::Io(_)
-            | sqlx::Error::Protocol(_)
-            | sqlx::Error::WorkerCrashed => {
-                if !matches!(e, sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed) {
-                    pool::suspect();
-                }
+            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => StoreError::Unavailable(e.to_string()),
+            sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::WorkerCrashed => {
+                pool::suspect();
                 StoreError::Unavailable(e.to_string())
             }
             sqlx::Error::Database(db) if db.code().is_some_and(|c| is_transient(&c)) => {
-                if db.code().is_some_and(|c| c.starts_with("08") || c.starts_with("57P")) {
+                if db.code().is_some_and(|c| is_connection_lost(&c)) {
                     pool::suspect();
                 }
                 StoreError::Unavailable(e.to_string())
@@ -125,10 +120,15 @@ impl From<sqlx::Error> for StoreError {
 /// numbers shorter than PostgreSQL's five-character SQLSTATEs). A
 /// request that meets one is answered 503, which clients retry, never 500.
 fn is_transient(code: &str) -> bool {
-    code.starts_with("08")
-        || code.starts_with("57P")
+    is_connection_lost(code)
         || code == "53300"
         || (code.len() < 5 && matches!(code.parse::<u32>().map(|c| c & 0xff), Ok(5 | 6)))
+}
+
+/// PostgreSQL error codes that may mean the connection itself is gone: the pool checks its
+/// connections after one (see pool::suspect).
+fn is_connection_lost(code: &str) -> bool {
+    code.starts_with("08") || code.starts_with("57P")
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -158,6 +158,13 @@ pub fn warn_unavailable(detail: &str) {
 pub enum Backend {
     Postgres,
     Sqlite,
+}
+
+impl Backend {
+    /// The store a database URL names (`sqlite:...`, otherwise PostgreSQL).
+    pub fn of_url(url: &str) -> Self {
+        if url.starts_with("sqlite:") { Backend::Sqlite } else { Backend::Postgres }
+    }
 }
 
 /// The connection pool and which database is behind it.
@@ -217,11 +224,13 @@ impl Db {
     /// Connects to `url` (`sqlite:...` or `postgres://...`).
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
         sqlx::any::install_default_drivers();
-        let (backend, url) = if url.starts_with("sqlite:") {
-            sqlite_busy::install();
-            (Backend::Sqlite, prepare_sqlite_url(url)?)
-        } else {
-            (Backend::Postgres, url.to_string())
+        let backend = Backend::of_url(url);
+        let url = match backend {
+            Backend::Sqlite => {
+                sqlite_busy::install();
+                prepare_sqlite_url(url)?
+            }
+            Backend::Postgres => url.to_string(),
         };
         let options: AnyConnectOptions =
             url.parse().map_err(|e: sqlx::Error| StoreError::Unavailable(format!("bad database URL: {e}")))?;
