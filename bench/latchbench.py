@@ -551,7 +551,12 @@ def cmd_report(a):
                                # RSA-2048 signatures/s over 1 s right before the peak pass and
                                # right after the paced one: how far the VM's speed drifted.
                                "rsa_probe_before_per_s": num(r.get("rsa_probe_before")),
-                               "rsa_probe_after_per_s": num(r.get("rsa_probe_after"))}
+                               "rsa_probe_after_per_s": num(r.get("rsa_probe_after")),
+                               # Requests that waited for a pooled connection, and over 5 ms.
+                               "pool_waits": num(r.get("paced_pool_waits"), int),
+                               "pool_waits_over_5ms": num(r.get("paced_pool_waits_over_5ms"), int),
+                               # The share of the VM's CPU time the hypervisor took (steal).
+                               "steal_pct": num(r.get("paced_steal_pct"))}
             if r["store"] == "sqlite":
                 # What SQLite's writers waited for during the paced pass (latch's histograms).
                 row["at_80pct"]["sqlite"] = {
@@ -653,6 +658,11 @@ def cmd_report(a):
             if before and after:
                 notes.append(f"RSA signing {before:,.0f}/s before the peak pass, {after:,.0f}/s after the "
                              f"paced one ({after / before - 1:+.0%})")
+            if pace.get("pool_waits") is not None:
+                notes.append(f"{pace['pool_waits']:,} requests waited for a pooled connection, "
+                             f"{pace['pool_waits_over_5ms']:,} over 5 ms")
+            if pace.get("steal_pct") is not None:
+                notes.append(f"the hypervisor took {pace['steal_pct']}% of the CPU time")
             lite = pace.get("sqlite") or {}
             if lite.get("lock_waits"):
                 notes.append(f"{lite['lock_waits']:,} writes waited for SQLite's lock, "

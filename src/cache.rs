@@ -7,8 +7,9 @@
 //! - on every other replica a change shows within [`TTL`], the same bound as for revocation.
 //!
 //! Users are cached the same way for the token paths only (a token's user on introspection and
-//! userinfo, a machine user on `client_credentials`): deactivating, locking or deleting a user,
-//! or changing a machine secret, goes through the API and so shows at once on that replica and
+//! userinfo, a machine user on `client_credentials`, and with the key it names on the
+//! jwt-bearer grant): deactivating, locking or deleting a user,
+//! or changing a machine secret or key, goes through the API and so shows at once on that replica and
 //! within [`TTL`] elsewhere. Sign-in never reads this cache, but it keeps the user it read
 //! fresh, for the code exchange that follows. Tokens, sessions and codes are never
 //! cached; revocations have their own mirror (`crate::revocations`). Absent entries are cached
@@ -21,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use crate::domain::settings::{LoginPolicy, OidcSettings};
 use crate::store::app::App;
+use crate::store::key::{self, PublicKey};
 use crate::store::org::Org;
 use crate::store::project::Project;
 use crate::store::user::User;
@@ -74,6 +76,8 @@ pub struct ConfigCache {
     users: Ttl<Option<User>>,
     /// User ids by folded user name.
     user_names: Ttl<Option<String>>,
+    /// Machine users' public keys by user id and key id (the jwt-bearer grant).
+    machine_keys: Ttl<Option<PublicKey>>,
     /// Bumped by [`ConfigCache::clear`]: a read that began before a clear is not stored.
     generation: AtomicU64,
 }
@@ -88,6 +92,7 @@ impl Default for ConfigCache {
             login: Ttl::new(),
             users: Ttl::new(),
             user_names: Ttl::new(),
+            machine_keys: Ttl::new(),
             generation: AtomicU64::new(0),
         }
     }
@@ -174,6 +179,32 @@ impl ConfigCache {
         Ok(u)
     }
 
+    /// A machine user and its key `key_id` (the jwt-bearer grant): from the cache, or both read
+    /// in one statement and kept (an unknown user or key id too).
+    pub async fn user_with_key(
+        &self,
+        c: &mut impl Source,
+        user_id: &str,
+        key_id: &str,
+    ) -> Result<Option<(User, Option<PublicKey>)>> {
+        // A user id and a key id are ids latch made or an import kept: neither holds a newline.
+        let slot = format!("{user_id}\n{key_id}");
+        match (self.users.get(user_id), self.machine_keys.get(&slot)) {
+            (Some(None), _) => return Ok(None),
+            (Some(Some(u)), Some(k)) => return Ok(Some((u, k))),
+            _ => {}
+        }
+        let generation = self.generation.load(Ordering::Acquire);
+        let found = key::user_with_key(c.conn().await?, user_id, key_id).await?;
+        if self.generation.load(Ordering::Acquire) == generation {
+            self.users.put(user_id, found.as_ref().map(|(u, _)| u.clone()));
+            if let Some((_, k)) = &found {
+                self.machine_keys.put(&slot, k.clone());
+            }
+        }
+        Ok(found)
+    }
+
     /// Forgets everything (after a change through the APIs).
     pub fn clear(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
@@ -184,5 +215,6 @@ impl ConfigCache {
         self.login.clear();
         self.users.clear();
         self.user_names.clear();
+        self.machine_keys.clear();
     }
 }

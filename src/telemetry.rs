@@ -22,7 +22,8 @@ pub fn init_logging(format: LogFormat, level: &str) {
     };
 }
 
-const SQLITE_BUCKETS: [f64; 12] = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5, 5.0];
+/// Buckets of the store's short waits: SQLite's lock waits and checkpoints, the pool's waits.
+const SHORT_WAIT_BUCKETS: [f64; 12] = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5, 5.0];
 
 static PROMETHEUS: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
@@ -35,7 +36,10 @@ pub fn prometheus() -> Option<&'static PrometheusHandle> {
                 .set_buckets_for_metric(Matcher::Full("http_request_duration_seconds".into()), &buckets)
                 .ok()?
                 // SQLite's lock waits and checkpoints (src/store/sqlite_busy.rs): most are under 5 ms.
-                .set_buckets_for_metric(Matcher::Prefix("latch_sqlite_".into()), &SQLITE_BUCKETS)
+                .set_buckets_for_metric(Matcher::Prefix("latch_sqlite_".into()), &SHORT_WAIT_BUCKETS)
+                .ok()?
+                // Waits for a pooled connection (src/store/pool.rs).
+                .set_buckets_for_metric(Matcher::Full(crate::store::pool::WAIT_METRIC.into()), &SHORT_WAIT_BUCKETS)
                 .ok()?
                 .build_recorder();
             let handle = recorder.handle();

@@ -34,6 +34,9 @@ pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 pub const CHECK_AFTER_IDLE: Duration = Duration::from_secs(1);
 /// A connection idle for longer is closed.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Histogram of how long requests waited for a connection when every one was in use (a request
+/// that found one free is not recorded): how often the pool is the bottleneck, and for how long.
+pub const WAIT_METRIC: &str = "latch_store_pool_wait_seconds";
 
 /// Bumped by every store error that may mean a broken connection: connections checked before
 /// the latest bump are checked again before they are handed out.
@@ -126,7 +129,16 @@ impl Pool {
 
     async fn take(&self) -> Result<Pooled, sqlx::Error> {
         let shared = &self.shared;
-        let permit = shared.permits.clone().acquire_owned().await.map_err(|_| sqlx::Error::PoolClosed)?;
+        let permit = match shared.permits.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(tokio::sync::TryAcquireError::Closed) => return Err(sqlx::Error::PoolClosed),
+            Err(tokio::sync::TryAcquireError::NoPermits) => {
+                let start = Instant::now();
+                let permit = shared.permits.clone().acquire_owned().await.map_err(|_| sqlx::Error::PoolClosed)?;
+                metrics::histogram!(WAIT_METRIC).record(start.elapsed().as_secs_f64());
+                permit
+            }
+        };
         if shared.closed.load(Ordering::SeqCst) {
             return Err(sqlx::Error::PoolClosed);
         }

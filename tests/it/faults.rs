@@ -697,6 +697,24 @@ async fn pool_reuses_rolls_back_and_bounds(db: latch::store::Db) {
     let started = Instant::now();
     drop(db.conn().await.unwrap());
     assert!(started.elapsed() < Duration::from_millis(500), "a connection given back is handed out at once");
+
+    // A request that waits for a connection is counted with its wait (other tests of this process
+    // may add to the figures, but none of theirs waits 100 ms for a connection it then gets).
+    latch::telemetry::prometheus();
+    let waited = || {
+        metric(&format!("{}_count", pool::WAIT_METRIC), "")
+            - metric(&format!("{}_bucket", pool::WAIT_METRIC), "le=\"0.1\"")
+    };
+    let before = waited();
+    let c = db.conn().await.unwrap();
+    let waiter = tokio::spawn({
+        let db = db.clone();
+        async move { db.conn().await.map(drop) }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(c);
+    waiter.await.unwrap().unwrap();
+    assert!(waited() >= before + 1.0, "the 200 ms wait for a connection is recorded");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

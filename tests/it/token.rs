@@ -520,6 +520,27 @@ on_both!(jwt_bearer_grant, |srv| {
         let r = grant(a.clone(), "openid").await;
         r.err(400, "invalid_grant");
     }
+
+    // The user and its key are kept in the replica's cache; a change through the API shows at
+    // once: a second key works, then with the user deactivated nothing does, and a deleted key
+    // does not either once the user is active again.
+    let mut c = good.clone();
+    c["jti"] = json!("j-8");
+    grant(sign(&kid, &key, &c), "openid").await.ok();
+    let (kid2, key2) = machine_key(srv, &robot).await;
+    c["jti"] = json!("j-9");
+    grant(sign(&kid2, &key2, &c), "openid").await.ok();
+    srv.post(&format!("/management/v1/users/{robot}/_deactivate"), json!({})).await.ok();
+    c["jti"] = json!("j-10");
+    grant(sign(&kid, &key, &c), "openid").await.err(400, "invalid_grant");
+    srv.post(&format!("/management/v1/users/{robot}/_reactivate"), json!({})).await.ok();
+    c["jti"] = json!("j-11");
+    grant(sign(&kid, &key, &c), "openid").await.ok();
+    srv.delete(&format!("/management/v1/users/{robot}/keys/{kid}")).await.ok();
+    c["jti"] = json!("j-12");
+    grant(sign(&kid, &key, &c), "openid").await.err(400, "invalid_grant");
+    c["jti"] = json!("j-13");
+    grant(sign(&kid2, &key2, &c), "openid").await.ok();
 });
 
 on_both!(private_key_jwt_client_authentication, |srv| {

@@ -11,7 +11,7 @@ use crate::oauth::error::{OAuthError, OAuthResult};
 use crate::oauth::form::Form;
 use crate::oauth::issue::{self, Grant, Shape};
 use crate::oauth::scope::Scopes;
-use crate::store::key;
+use crate::store::{Source, key};
 
 pub async fn grant(state: &AppState, form: &Form) -> OAuthResult<TokenResponse> {
     let now = state.clock.now();
@@ -21,8 +21,10 @@ pub async fn grant(state: &AppState, form: &Form) -> OAuthResult<TokenResponse> 
     let user_id =
         assertion::peek_issuer(token).ok_or_else(|| OAuthError::invalid_grant("the assertion is malformed"))?;
     let key_id = assertion::peek_key_id(token).ok_or_else(|| OAuthError::invalid_grant("the assertion has no kid"))?;
-    let mut c = state.db.conn().await?;
-    let found = key::user_with_key(&mut c, &user_id, &key_id).await?;
+    // Usually the user and its key come from the replica's cache, and the one statement is the
+    // record of the assertion's id.
+    let mut c = state.db.lazy();
+    let found = state.cache.user_with_key(&mut c, &user_id, &key_id).await?;
     let (u, key) = found
         .filter(|(u, _)| u.state == UserState::Active && u.machine().is_some())
         .ok_or_else(|| OAuthError::invalid_grant("the assertion's issuer is not an active machine user"))?;
@@ -34,7 +36,8 @@ pub async fn grant(state: &AppState, form: &Form) -> OAuthResult<TokenResponse> 
     }
     state.limits.client(&u.user_id)?;
     if let Some(jti) = &claims.jti
-        && !key::remember_jti(&mut c, &format!("user:{}:{jti}", u.user_id), claims.exp + assertion::SKEW).await?
+        && !key::remember_jti(c.conn().await?, &format!("user:{}:{jti}", u.user_id), claims.exp + assertion::SKEW)
+            .await?
     {
         return Err(OAuthError::invalid_grant("the assertion was used before"));
     }

@@ -20,7 +20,7 @@ use crate::app::AppState;
 use crate::crypto::secret;
 use crate::paths;
 use crate::store::refresh::RefreshRow;
-use crate::store::{Conn, Pooled, refresh as refresh_store, revocation, to_json};
+use crate::store::{Conn, Source, refresh as refresh_store, revocation, to_json};
 
 pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 pub const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -96,7 +96,7 @@ pub async fn revoke_grant(state: &AppState, c: &mut Conn, grant_id: &str) -> OAu
 /// connection waits for every request holding one, and signing is the slowest step left.
 pub async fn issue_tokens(
     state: &AppState,
-    mut c: Pooled,
+    mut c: impl Source,
     g: &Grant,
     shape: Shape,
     refresh: Option<RefreshPlan>,
@@ -115,7 +115,7 @@ pub async fn issue_tokens(
             let absolute = plan.expires_at.unwrap_or(now + life.refresh_token_expiration);
             let data = RefreshData { scopes: plan.original_scopes.clone(), auth_time: g.auth_time, amr: g.amr.clone() };
             refresh_store::insert(
-                &mut c,
+                c.conn().await?,
                 &RefreshRow {
                     token_hash: secret::digest(&token),
                     grant_id: plan.grant_id.clone(),
