@@ -8,9 +8,9 @@
 //!
 //! Users are cached the same way for the token paths only (a token's user on introspection and
 //! userinfo, a machine user on `client_credentials`, and with the key it names on the
-//! jwt-bearer grant): deactivating, locking or deleting a user,
-//! or changing a machine secret or key, goes through the API and so shows at once on that replica and
-//! within [`TTL`] elsewhere. Sign-in never reads this cache, but it keeps the user it read
+//! jwt-bearer grant), and so are applications' keys for `private_key_jwt`: deactivating,
+//! locking or deleting a user, or changing a secret or a key, goes through the API and so shows
+//! at once on that replica and within [`TTL`] elsewhere. Sign-in never reads this cache, but it keeps the user it read
 //! fresh, for the code exchange that follows. Tokens, sessions and codes are never
 //! cached; revocations have their own mirror (`crate::revocations`). Absent entries are cached
 //! too, so a flood of unknown client ids costs one query per id and second.
@@ -78,6 +78,8 @@ pub struct ConfigCache {
     user_names: Ttl<Option<String>>,
     /// Machine users' public keys by user id and key id (the jwt-bearer grant).
     machine_keys: Ttl<Option<PublicKey>>,
+    /// Applications' public keys by client id (`private_key_jwt`).
+    client_keys: Ttl<Vec<PublicKey>>,
     /// Bumped by [`ConfigCache::clear`]: a read that began before a clear is not stored.
     generation: AtomicU64,
 }
@@ -93,6 +95,7 @@ impl Default for ConfigCache {
             users: Ttl::new(),
             user_names: Ttl::new(),
             machine_keys: Ttl::new(),
+            client_keys: Ttl::new(),
             generation: AtomicU64::new(0),
         }
     }
@@ -205,6 +208,11 @@ impl ConfigCache {
         Ok(found)
     }
 
+    /// An application's public keys, for its `private_key_jwt` assertions.
+    pub async fn client_keys(&self, c: &mut impl Source, client_id: &str) -> Result<Vec<PublicKey>> {
+        self.cached(&self.client_keys, client_id, async { key::keys_of_client(c.conn().await?, client_id).await }).await
+    }
+
     /// Forgets everything (after a change through the APIs).
     pub fn clear(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
@@ -216,5 +224,6 @@ impl ConfigCache {
         self.users.clear();
         self.user_names.clear();
         self.machine_keys.clear();
+        self.client_keys.clear();
     }
 }

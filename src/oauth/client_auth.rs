@@ -133,6 +133,7 @@ pub fn presented(headers: &HeaderMap, form: &Form) -> OAuthResult<Option<Present
 
 /// Checks the secret or the assertion of `p` for an application with this registered method.
 async fn check_credentials(
+    cache: &ConfigCache,
     c: &mut impl Source,
     p: &Presented,
     a: &App,
@@ -150,7 +151,7 @@ async fn check_credentials(
             }
         }
         Method::PrivateKeyJwt => {
-            let keys = key::keys_of_client(c.conn().await?, &a.client_id).await?;
+            let keys = cache.client_keys(c, &a.client_id).await?;
             let token = p.assertion.as_deref().unwrap_or_default();
             let claims = assertion::verify(token, &keys, audiences, now).map_err(|e| p.fail(e))?;
             let jti = claims.jti.ok_or_else(|| p.fail("the client assertion has no jti"))?;
@@ -191,7 +192,7 @@ pub async fn oidc_client(
     if registered != p.method {
         return Err(p.fail(format!("the client is registered for {}", registered.as_str())));
     }
-    check_credentials(c, p, &client.app, audiences, now).await?;
+    check_credentials(cache, c, p, &client.app, audiences, now).await?;
     Ok(client)
 }
 
@@ -222,6 +223,6 @@ pub async fn any_app(
     if registered != p.method {
         return Err(p.fail(format!("the client is registered for {}", registered.as_str())));
     }
-    check_credentials(c, p, &a, audiences, now).await?;
+    check_credentials(cache, c, p, &a, audiences, now).await?;
     Ok(a)
 }

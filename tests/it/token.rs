@@ -592,6 +592,30 @@ on_both!(private_key_jwt_client_authentication, |srv| {
     f[4].1 = "urn:other".into();
     let pairs: Vec<(&str, &str)> = f.iter().map(|(k, v)| (*k, v.as_str())).collect();
     token(srv, None, &pairs).await.err(400, "invalid_request");
+
+    // The application's keys are kept in the replica's cache; deleting the key through the API
+    // shows at once.
+    let exchange = |jti: &'static str| {
+        let (b, key, kid, client_id) = (&b, &key, &kid, &client_id);
+        async move {
+            let (code, verifier) = code_for(srv, b, client_id, "openid").await;
+            let n = now();
+            let claims = json!({"iss": client_id, "sub": client_id, "aud": srv.url("/oauth/v2/token"), "iat": n, "exp": n + 60, "jti": jti});
+            let assertion = sign(kid, key, &claims);
+            let f = [
+                ("grant_type", "authorization_code"),
+                ("code", code.as_str()),
+                ("redirect_uri", CB),
+                ("code_verifier", verifier.as_str()),
+                ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+                ("client_assertion", assertion.as_str()),
+            ];
+            token(srv, None, &f).await
+        }
+    };
+    exchange("a-3").await.ok();
+    srv.delete(&format!("/management/v1/projects/{project}/apps/{app_id}/keys/{kid}")).await.ok();
+    exchange("a-4").await.err(400, "invalid_client");
 });
 
 on_both!(bad_requests, |srv| {
