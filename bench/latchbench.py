@@ -555,6 +555,9 @@ def cmd_report(a):
                                # Requests that waited for a pooled connection, and over 5 ms.
                                "pool_waits": num(r.get("paced_pool_waits"), int),
                                "pool_waits_over_5ms": num(r.get("paced_pool_waits_over_5ms"), int),
+                               # Connections handed out, and those held over 5 ms.
+                               "pool_holds": num(r.get("paced_pool_holds"), int),
+                               "pool_holds_over_5ms": num(r.get("paced_pool_holds_over_5ms"), int),
                                # The share of the VM's CPU time the hypervisor took (steal).
                                "steal_pct": num(r.get("paced_steal_pct"))}
             if r["store"] == "sqlite":
@@ -661,6 +664,9 @@ def cmd_report(a):
             if pace.get("pool_waits") is not None:
                 notes.append(f"{pace['pool_waits']:,} requests waited for a pooled connection, "
                              f"{pace['pool_waits_over_5ms']:,} over 5 ms")
+            if pace.get("pool_holds"):
+                notes.append(f"{pace['pool_holds_over_5ms']:,} of {pace['pool_holds']:,} connections "
+                             f"handed out were held over 5 ms")
             if pace.get("steal_pct") is not None:
                 notes.append(f"the hypervisor took {pace['steal_pct']}% of the CPU time")
             lite = pace.get("sqlite") or {}

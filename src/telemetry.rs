@@ -38,8 +38,8 @@ pub fn prometheus() -> Option<&'static PrometheusHandle> {
                 // SQLite's lock waits and checkpoints (src/store/sqlite_busy.rs): most are under 5 ms.
                 .set_buckets_for_metric(Matcher::Prefix("latch_sqlite_".into()), &SHORT_WAIT_BUCKETS)
                 .ok()?
-                // Waits for a pooled connection (src/store/pool.rs).
-                .set_buckets_for_metric(Matcher::Full(crate::store::pool::WAIT_METRIC.into()), &SHORT_WAIT_BUCKETS)
+                // Waits for a pooled connection and how long one is held (src/store/pool.rs).
+                .set_buckets_for_metric(Matcher::Prefix("latch_store_pool_".into()), &SHORT_WAIT_BUCKETS)
                 .ok()?
                 .build_recorder();
             let handle = recorder.handle();

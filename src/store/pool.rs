@@ -37,6 +37,10 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// Histogram of how long requests waited for a connection when every one was in use (a request
 /// that found one free is not recorded): how often the pool is the bottleneck, and for how long.
 pub const WAIT_METRIC: &str = "latch_store_pool_wait_seconds";
+/// Histogram of how long a connection was held, from being handed out to being given back: on
+/// PostgreSQL mostly round trips, which grow when the machine is busy, and with them the line
+/// for connections.
+pub const HOLD_METRIC: &str = "latch_store_pool_hold_seconds";
 
 /// Bumped by every store error that may mean a broken connection: connections checked before
 /// the latest bump are checked again before they are handed out.
@@ -230,11 +234,13 @@ pub struct Pooled {
     checked: u64,
     /// A transaction may be open on it.
     dirty: bool,
+    /// When it was handed out.
+    taken: Instant,
 }
 
 impl Pooled {
     fn new(conn: AnyConnection, shared: Arc<Shared>, permit: Option<OwnedSemaphorePermit>, checked: u64) -> Self {
-        Self { conn: Some(conn), shared, permit, checked, dirty: false }
+        Self { conn: Some(conn), shared, permit, checked, dirty: false, taken: Instant::now() }
     }
 }
 
@@ -254,6 +260,7 @@ impl DerefMut for Pooled {
 impl Drop for Pooled {
     fn drop(&mut self) {
         let Some(conn) = self.conn.take() else { return };
+        metrics::histogram!(HOLD_METRIC).record(self.taken.elapsed().as_secs_f64());
         let shared = self.shared.clone();
         if shared.closed.load(Ordering::SeqCst) {
             shared.retire(conn);

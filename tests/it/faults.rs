@@ -698,14 +698,19 @@ async fn pool_reuses_rolls_back_and_bounds(db: latch::store::Db) {
     drop(db.conn().await.unwrap());
     assert!(started.elapsed() < Duration::from_millis(500), "a connection given back is handed out at once");
 
-    // A request that waits for a connection is counted with its wait (other tests of this process
-    // may add to the figures, but none of theirs waits 100 ms for a connection it then gets).
+    // A request that waits for a connection is counted with its wait, and a connection with how
+    // long it was held. Other tests of this process add to the same histograms, so this checks
+    // only that the 200 ms cases were added.
     latch::telemetry::prometheus();
     let waited = || {
         metric(&format!("{}_count", pool::WAIT_METRIC), "")
             - metric(&format!("{}_bucket", pool::WAIT_METRIC), "le=\"0.1\"")
     };
-    let before = waited();
+    let held = || {
+        metric(&format!("{}_count", pool::HOLD_METRIC), "")
+            - metric(&format!("{}_bucket", pool::HOLD_METRIC), "le=\"0.1\"")
+    };
+    let (before, held_before) = (waited(), held());
     let c = db.conn().await.unwrap();
     let waiter = tokio::spawn({
         let db = db.clone();
@@ -715,6 +720,7 @@ async fn pool_reuses_rolls_back_and_bounds(db: latch::store::Db) {
     drop(c);
     waiter.await.unwrap().unwrap();
     assert!(waited() >= before + 1.0, "the 200 ms wait for a connection is recorded");
+    assert!(held() >= held_before + 1.0, "the connection held for 200 ms is recorded");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
