@@ -37,9 +37,9 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// Histogram of how long requests waited for a connection when every one was in use (a request
 /// that found one free is not recorded): how often the pool is the bottleneck, and for how long.
 pub const WAIT_METRIC: &str = "latch_store_pool_wait_seconds";
-/// Histogram of how long a connection was held, from being handed out to being given back: on
-/// PostgreSQL mostly round trips, which grow when the machine is busy, and with them the line
-/// for connections.
+/// Histogram of how long a connection was held, from being handed out to being given back: with
+/// [`WAIT_METRIC`] it tells slow statements (long holds) from requests waiting for a CPU (long
+/// waits, short holds; README, "Benchmarks").
 pub const HOLD_METRIC: &str = "latch_store_pool_hold_seconds";
 
 /// Bumped by every store error that may mean a broken connection: connections checked before

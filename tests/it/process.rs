@@ -106,17 +106,13 @@ impl LatchProcess {
                 return;
             }
             if let Ok(Some(status)) = self.child.try_wait() {
-                let out = self.output_now();
+                let out = self.stderr_now();
                 panic!("latch exited with {status}: {out}");
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let _ = self.child.kill();
-        panic!("latch did not become ready: {}", self.output_now());
-    }
-
-    fn output_now(&mut self) -> String {
-        self.output[0].now()
+        panic!("latch did not become ready: {}", self.stderr_now());
     }
 
     /// What the process has written to stderr so far.
