@@ -559,7 +559,12 @@ def cmd_report(a):
                                "pool_holds": num(r.get("paced_pool_holds"), int),
                                "pool_holds_over_5ms": num(r.get("paced_pool_holds_over_5ms"), int),
                                # The share of the VM's CPU time the hypervisor took (steal).
-                               "steal_pct": num(r.get("paced_steal_pct"))}
+                               "steal_pct": num(r.get("paced_steal_pct")),
+                               # CPU time other processes on the machine (not latch, PostgreSQL
+                               # or wrk) took during the paced pass, and the one that took most.
+                               "other_cpu_ms": num(r.get("paced_other_cpu_ms"), int),
+                               "other_top": r.get("paced_other_top") or None,
+                               "other_top_ms": num(r.get("paced_other_top_ms"), int)}
             if r["store"] == "sqlite":
                 # What SQLite's writers waited for during the paced pass (latch's histograms).
                 row["at_80pct"]["sqlite"] = {
@@ -669,6 +674,10 @@ def cmd_report(a):
                              f"handed out were held over 5 ms")
             if pace.get("steal_pct") is not None:
                 notes.append(f"the hypervisor took {pace['steal_pct']}% of the CPU time")
+            if pace.get("other_cpu_ms") is not None:
+                notes.append(f"other processes took {pace['other_cpu_ms']:,} ms of CPU time"
+                             + (f" (most: {pace['other_top']}, {pace['other_top_ms']:,} ms)"
+                                if pace.get("other_top") and pace.get("other_top_ms") else ""))
             lite = pace.get("sqlite") or {}
             if lite.get("lock_waits"):
                 notes.append(f"{lite['lock_waits']:,} writes waited for SQLite's lock, "
