@@ -564,16 +564,18 @@ on_both!(private_key_jwt_client_authentication, |srv| {
         &key,
         &json!({"iss": client_id, "sub": client_id, "aud": srv.url("/oauth/v2/token"), "iat": n, "exp": n + 60, "jti": "a-1"}),
     );
-    let form = |a: &str| {
+    // The code exchange authenticated by assertion `a`.
+    let exchange_form = |code: &str, verifier: &str, a: &str| {
         vec![
             ("grant_type", "authorization_code".to_string()),
-            ("code", code.clone()),
+            ("code", code.to_string()),
             ("redirect_uri", CB.to_string()),
-            ("code_verifier", verifier.clone()),
+            ("code_verifier", verifier.to_string()),
             ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_string()),
             ("client_assertion", a.to_string()),
         ]
     };
+    let form = |a: &str| exchange_form(&code, &verifier, a);
     let f = form(&assertion);
     let pairs: Vec<(&str, &str)> = f.iter().map(|(k, v)| (*k, v.as_str())).collect();
     token(srv, None, &pairs).await.ok();
@@ -596,21 +598,14 @@ on_both!(private_key_jwt_client_authentication, |srv| {
     // The application's keys are kept in the replica's cache; deleting the key through the API
     // shows at once.
     let exchange = |jti: &'static str| {
-        let (b, key, kid, client_id) = (&b, &key, &kid, &client_id);
+        let (b, key, kid, client_id, exchange_form) = (&b, &key, &kid, &client_id, &exchange_form);
         async move {
             let (code, verifier) = code_for(srv, b, client_id, "openid").await;
             let n = now();
             let claims = json!({"iss": client_id, "sub": client_id, "aud": srv.url("/oauth/v2/token"), "iat": n, "exp": n + 60, "jti": jti});
-            let assertion = sign(kid, key, &claims);
-            let f = [
-                ("grant_type", "authorization_code"),
-                ("code", code.as_str()),
-                ("redirect_uri", CB),
-                ("code_verifier", verifier.as_str()),
-                ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
-                ("client_assertion", assertion.as_str()),
-            ];
-            token(srv, None, &f).await
+            let f = exchange_form(&code, &verifier, &sign(kid, key, &claims));
+            let pairs: Vec<(&str, &str)> = f.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            token(srv, None, &pairs).await
         }
     };
     exchange("a-3").await.ok();
