@@ -9,6 +9,12 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use latch::config::{Config, Settings};
 
+/// mimalloc serves latch's own allocations: with glibc's malloc, allocation and its locks took
+/// about a tenth of latch's CPU in the writing grants (perf), and rotating refresh tokens ran
+/// 5-13% slower with more RSS (README, "Benchmarks").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "latch", version, about = "An OpenID Connect identity provider and OAuth 2.0 authorization server")]
 struct Cli {
@@ -145,10 +151,11 @@ fn settings(config: Option<&Path>, env: &BTreeMap<String, String>) -> Result<(Co
     Ok((config, settings))
 }
 
-/// glibc's malloc gives each thread that allocates under contention its own arena (up to 8 per
-/// core) and keeps what was freed in each: under load RSS doubled (72 -> 141 MiB over the
-/// benchmark's request scenarios) for no gain in speed. One arena per core, at least two, unless
-/// the operator set `MALLOC_ARENA_MAX` (glibc reads it itself).
+/// glibc's malloc, which still serves SQLite and the other C code, gives each thread that
+/// allocates under contention its own arena (up to 8 per core) and keeps what was freed in each:
+/// when it served every allocation, RSS doubled under load (72 -> 141 MiB over the benchmark's
+/// request scenarios) for no gain in speed. One arena per core, at least two, unless the operator
+/// set `MALLOC_ARENA_MAX` (glibc reads it itself).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn limit_malloc_arenas() {
     if std::env::var_os("MALLOC_ARENA_MAX").is_some() {

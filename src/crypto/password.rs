@@ -6,7 +6,9 @@
 //! back, so an idle server stays small. Hashes imported in other formats verify through
 //! [`super::hashes`].
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::RefCell;
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use argon2::password_hash::{Output, PasswordHash};
@@ -48,8 +50,55 @@ const KEEP_BLOCKS: usize = 64 * 1024;
 /// stays small.
 const IDLE_RELEASE: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// argon2 working memory from the system allocator, not from latch's global one (mimalloc, see
+/// src/main.rs), which keeps freed memory for a while before it gives it back: glibc maps blocks
+/// this large straight from the OS and unmaps them when they are freed, so the 19 MiB of a hash
+/// leave RSS as soon as they are dropped (the first start's hash, a thread's idle release).
+struct Blocks {
+    ptr: NonNull<Block>,
+    len: usize,
+}
+
+// SAFETY: Blocks owns its memory exclusively, like a Vec<Block>.
+unsafe impl Send for Blocks {}
+
+impl Blocks {
+    const fn empty() -> Self {
+        Self { ptr: NonNull::dangling(), len: 0 }
+    }
+
+    /// `len` zeroed blocks.
+    fn zeroed(len: usize) -> Self {
+        let Some(layout) = Self::layout(len) else { return Self::empty() };
+        // SAFETY: the layout has a non-zero size; an all-zero Block is a valid Block (an array of
+        // u64).
+        let raw = unsafe { System.alloc_zeroed(layout) }.cast::<Block>();
+        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        Self { ptr, len }
+    }
+
+    /// The layout of `len` blocks, None for none.
+    fn layout(len: usize) -> Option<Layout> {
+        (len > 0).then(|| Layout::array::<Block>(len).expect("argon2 memory fits the address space"))
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [Block] {
+        // SAFETY: ptr points at len initialized blocks owned by self (or dangles with len 0).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for Blocks {
+    fn drop(&mut self) {
+        if let Some(layout) = Self::layout(self.len) {
+            // SAFETY: allocated by System with this layout in `zeroed`.
+            unsafe { System.dealloc(self.ptr.as_ptr().cast(), layout) }
+        }
+    }
+}
+
 thread_local! {
-    static MEMORY: RefCell<Vec<Block>> = const { RefCell::new(Vec::new()) };
+    static MEMORY: RefCell<Blocks> = const { RefCell::new(Blocks::empty()) };
     /// Only the hashing threads keep memory between hashes.
     static KEEPS_MEMORY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -58,15 +107,14 @@ thread_local! {
 /// for parameters above [`KEEP_BLOCKS`]) memory for this one hash.
 fn with_memory<R>(blocks: usize, f: impl FnOnce(&mut [Block]) -> R) -> R {
     if blocks > KEEP_BLOCKS || !KEEPS_MEMORY.with(|k| k.get()) {
-        let mut once = vec![Block::new(); blocks];
-        return f(&mut once);
+        return f(Blocks::zeroed(blocks).as_mut_slice());
     }
     MEMORY.with(|m| {
         let mut m = m.borrow_mut();
-        if m.len() < blocks {
-            m.resize(blocks, Block::new());
+        if m.len < blocks {
+            *m = Blocks::zeroed(blocks);
         }
-        f(&mut m[..blocks])
+        f(&mut m.as_mut_slice()[..blocks])
     })
 }
 
@@ -88,7 +136,7 @@ impl Workers {
                     let job = match queue.recv_timeout(IDLE_RELEASE) {
                         Ok(job) => job,
                         Err(flume::RecvTimeoutError::Timeout) => {
-                            MEMORY.with(|m| *m.borrow_mut() = Vec::new());
+                            MEMORY.with(|m| *m.borrow_mut() = Blocks::empty());
                             continue;
                         }
                         Err(flume::RecvTimeoutError::Disconnected) => return,
