@@ -19,8 +19,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// mimalloc gives freed memory back to the OS at once instead of a second later (its default):
-/// with the delay, RSS rose by a third across the benchmark's request scenarios (85 to 106-127
-/// MiB) and to 36 MiB 1 s after a restart; without it, 67-70 and 17 MiB at the same speed.
+/// with the delay, the RSS 1 s after a restart on a used store read 31-36 MiB, without it 21-25
+/// MiB, at the same speed (README, "Benchmarks").
 fn tune_allocator() {
     // SAFETY: sets one of mimalloc's options; it only changes when freed memory is returned.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) }
