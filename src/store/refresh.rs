@@ -21,7 +21,7 @@ pub struct RefreshRow {
     pub revoked_at: Option<i64>,
 }
 
-const COLUMNS: &str = "token_hash, grant_id, client_id, user_id, session_id, data, created_at, idle_expires_at, expires_at, \
+pub(super) const COLUMNS: &str = "token_hash, grant_id, client_id, user_id, session_id, data, created_at, idle_expires_at, expires_at, \
      rotated_at, revoked_at";
 
 pub async fn insert(c: &mut Conn, r: &RefreshRow) -> Result<()> {

@@ -268,6 +268,85 @@ on_both!(refresh_rotation_in_the_store_makes_one_successor, |srv| {
     assert_eq!(third.idle_expires_at, t + 11);
 });
 
+// The code's redemption stores its first refresh token in the same round trip: once, only for
+// a code that carries a seed and has not expired, never on a second use (on SQLite the insert
+// must follow only the update that just marked the code).
+on_both!(code_redemption_in_the_store_stores_one_refresh_token, |srv| {
+    use latch::store::code::{self, NewCode, Redeemed, RefreshSeed, Successor};
+    use latch::store::refresh;
+    let mut c = srv.state.db.conn().await.unwrap();
+    let t = now();
+    let seed = RefreshSeed { user_id: "user", session_id: "session", data: r#"{"scopes":["openid"]}"# };
+    for (hash, seeded, expires_at) in [(b"seeded", true, t + 60), (b"plain!", false, t + 60), (b"stale!", true, t - 1)]
+    {
+        let new = NewCode {
+            code_hash: hash,
+            grant_id: std::str::from_utf8(hash).unwrap(),
+            client_id: "client",
+            data: "{}",
+            refresh: seeded.then_some(RefreshSeed { ..seed }),
+            created_at: t - 10,
+            expires_at,
+        };
+        code::insert(&mut c, &new).await.unwrap();
+    }
+    let offer = |h: &'static [u8]| Some(Successor { token_hash: h, idle_expires_at: t + 100, expires_at: t + 200 });
+    let redeem = |hash: &'static [u8], client: &'static str, successor| {
+        let db = srv.state.db.clone();
+        async move { code::redeem(&mut db.conn().await.unwrap(), hash, client, t, successor).await.unwrap() }
+    };
+    // Another client: nothing is used or stored.
+    assert!(matches!(redeem(b"seeded", "other", offer(b"rt-other")).await, Redeemed::OtherClient));
+    match redeem(b"seeded", "client", offer(b"rt-1")).await {
+        Redeemed::Fresh { grant_id, refresh_stored, .. } => {
+            assert_eq!((grant_id.as_str(), refresh_stored), ("seeded", true))
+        }
+        other => panic!("{other:?}"),
+    }
+    let rt = refresh::get(&mut c, b"rt-1").await.unwrap().expect("the refresh token is stored with the redemption");
+    assert_eq!((rt.grant_id.as_str(), rt.client_id.as_str(), rt.user_id.as_str()), ("seeded", "client", "user"));
+    assert_eq!((rt.session_id.as_deref(), rt.data.as_str()), (Some("session"), r#"{"scopes":["openid"]}"#));
+    assert_eq!((rt.created_at, rt.idle_expires_at, rt.expires_at), (t, t + 100, t + 200));
+    assert!(rt.rotated_at.is_none() && rt.revoked_at.is_none());
+    // A second use, in the same second: reuse, and no second token.
+    assert!(matches!(redeem(b"seeded", "client", offer(b"rt-2")).await, Redeemed::Reused { .. }));
+    // No seed, or expired: used, nothing stored.
+    assert!(matches!(redeem(b"plain!", "client", offer(b"rt-3")).await, Redeemed::Fresh { refresh_stored: false, .. }));
+    assert!(matches!(redeem(b"stale!", "client", offer(b"rt-4")).await, Redeemed::Fresh { refresh_stored: false, .. }));
+    assert!(matches!(redeem(b"nosuch", "client", offer(b"rt-5")).await, Redeemed::Unknown));
+    for h in [&b"rt-other"[..], b"rt-2", b"rt-3", b"rt-4", b"rt-5"] {
+        assert!(refresh::get(&mut c, h).await.unwrap().is_none(), "{}", String::from_utf8_lossy(h));
+    }
+    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM refresh_token").fetch_one(&mut *c).await.unwrap();
+    assert_eq!(n, 1);
+});
+
+// A code minted by a replica that predates the seed columns still gets its refresh token; a
+// code whose check fails leaves no usable one.
+on_both!(code_without_a_refresh_seed_still_gets_its_refresh_token, |srv| {
+    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    human(srv, "alice", "Wonder-land1").await;
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+    let mut c = srv.state.db.conn().await.unwrap();
+    let cleared = sqlx::query("UPDATE auth_code SET user_id = NULL, session_id = NULL, refresh_data = NULL")
+        .execute(&mut *c)
+        .await
+        .unwrap();
+    assert_eq!(cleared.rows_affected(), 1);
+    drop(c);
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let rt = t.ok()["refresh_token"].as_str().expect("a refresh token without the seed").to_string();
+    let r = token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", &rt)]).await;
+    assert_eq!(r.ok()["scope"], "openid offline_access");
+    assert_eq!(srv.count("refresh_token").await, 2);
+    // A wrong verifier: the code is used up, and no token was handed out.
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+    exchange_code(srv, Some((&client_id, &secret)), &code, &"b".repeat(43)).await.err(400, "invalid_grant");
+    exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await.err(400, "invalid_grant");
+});
+
 on_both!(refresh_rotation_and_reuse_detection, |srv| {
     let (client_id, secret, _) = oidc_app(srv, json!({})).await;
     let secret = secret.unwrap();

@@ -22,6 +22,7 @@ use crate::login::pages;
 use crate::oauth::client::OidcClient;
 use crate::oauth::error::{ErrorCode, OAuthError};
 use crate::oauth::issue::{self, Grant, Shape};
+use crate::oauth::token::RefreshData;
 use crate::oidc::claims::{self, Subject};
 use crate::store::auth_request::AuthRequestRow;
 use crate::store::session::Session;
@@ -270,16 +271,26 @@ pub async fn complete(
                 amr: s.amr.clone(),
             };
             let grant_id = crate::id::new_id();
-            code::insert(
-                c,
-                &secret::digest(&code_value),
-                &grant_id,
-                &client.app.client_id,
-                &to_json(&data),
-                now,
-                now + state.settings.code_lifetime,
-            )
-            .await?;
+            // What the exchange stores as the first refresh token, in the statement that
+            // marks the code used.
+            let refresh_data = scopes.has("offline_access").then(|| {
+                to_json(&RefreshData { scopes: scopes.0.clone(), auth_time: Some(s.auth_time), amr: s.amr.clone() })
+            });
+            let code_hash = secret::digest(&code_value);
+            let new_code = code::NewCode {
+                code_hash: &code_hash,
+                grant_id: &grant_id,
+                client_id: &client.app.client_id,
+                data: &to_json(&data),
+                refresh: refresh_data.as_deref().map(|data| code::RefreshSeed {
+                    user_id: &subject.user.user_id,
+                    session_id: &s.session_id,
+                    data,
+                }),
+                created_at: now,
+                expires_at: now + state.settings.code_lifetime,
+            };
+            code::insert(c, &new_code).await?;
             fields.push(("code", code_value));
         }
         ResponseType::IdToken | ResponseType::IdTokenToken => {

@@ -40,9 +40,23 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     if !client.config.grant_types.contains(&OidcGrantType::AuthorizationCode) {
         return Err(OAuthError::unauthorized_client("the client may not use the authorization_code grant"));
     }
-    let (grant_id, data, expires_at) =
-        match code::redeem(&mut c, &secret::digest(code_value), &client.app.client_id, now).await? {
-            Redeemed::Fresh { grant_id, data, expires_at } => (grant_id, data, expires_at),
+    // The first refresh token is offered to the redemption, which stores it in the same
+    // round trip when the code grants offline_access.
+    let may_refresh = client.config.grant_types.contains(&OidcGrantType::RefreshToken);
+    let life = issue::lifetimes(state, &mut c).await?;
+    let successor = secret::new_secret();
+    let successor_hash = secret::digest(&successor);
+    let absolute = now + life.refresh_token_expiration;
+    let offer = may_refresh.then(|| code::Successor {
+        token_hash: &successor_hash,
+        idle_expires_at: (now + life.refresh_token_idle_expiration).min(absolute),
+        expires_at: absolute,
+    });
+    let (grant_id, data, expires_at, refresh_stored) =
+        match code::redeem(&mut c, &secret::digest(code_value), &client.app.client_id, now, offer).await? {
+            Redeemed::Fresh { grant_id, data, expires_at, refresh_stored } => {
+                (grant_id, data, expires_at, refresh_stored)
+            }
             Redeemed::Reused { grant_id } => {
                 revoke_grant(state, &mut c, &grant_id).await?;
                 return Err(OAuthError::invalid_grant(
@@ -79,7 +93,6 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     let subject =
         subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
     let mut scopes = Scopes(data.scopes.clone());
-    let may_refresh = client.config.grant_types.contains(&OidcGrantType::RefreshToken);
     if !may_refresh {
         scopes = scopes.without("offline_access");
     }
@@ -99,8 +112,10 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     let refresh = (may_refresh && scopes.has("offline_access")).then(|| RefreshPlan {
         grant_id: grant_id.clone(),
         original_scopes: scopes.0.clone(),
-        expires_at: None,
-        stored: None,
+        expires_at: Some(absolute),
+        // A code minted before its table carried the seed, or by an older replica: the token
+        // is stored on its own.
+        stored: refresh_stored.then_some(successor),
     });
     issue_tokens(state, c, &g, shape(&client), refresh).await
 }
