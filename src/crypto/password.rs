@@ -6,7 +6,7 @@
 //! back, so an idle server stays small. Hashes imported in other formats verify through
 //! [`super::hashes`].
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::Layout;
 use std::cell::RefCell;
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -50,16 +50,18 @@ const KEEP_BLOCKS: usize = 64 * 1024;
 /// stays small.
 const IDLE_RELEASE: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// argon2 working memory from the system allocator, not from latch's global one (mimalloc, see
-/// src/main.rs), which keeps freed memory for a while before it gives it back: glibc maps blocks
-/// this large straight from the OS and unmaps them when they are freed, so the 19 MiB of a hash
-/// leave RSS as soon as they are dropped (the first start's hash, a thread's idle release).
+/// argon2 working memory mapped straight from the OS (anonymous `mmap`, zeroed by the kernel)
+/// and unmapped when dropped, so the 19 MiB of a hash leave RSS at once (the first start's
+/// hash, a thread's idle release). Neither allocator does that reliably: latch's global one
+/// (mimalloc, see src/main.rs) keeps freed memory for reuse, and glibc's malloc maps a block
+/// this large only until the first one is freed; that free raises its mmap threshold to the
+/// block's size, so every later block comes from an arena and stays resident once freed.
 struct Blocks {
     ptr: NonNull<Block>,
     len: usize,
 }
 
-// SAFETY: Blocks owns its memory exclusively, like a Vec<Block>.
+// SAFETY: Blocks owns its mapping exclusively, like a Vec<Block>.
 unsafe impl Send for Blocks {}
 
 impl Blocks {
@@ -69,17 +71,31 @@ impl Blocks {
 
     /// `len` zeroed blocks.
     fn zeroed(len: usize) -> Self {
-        let Some(layout) = Self::layout(len) else { return Self::empty() };
-        // SAFETY: the layout has a non-zero size; an all-zero Block is a valid Block (an array of
-        // u64).
-        let raw = unsafe { System.alloc_zeroed(layout) }.cast::<Block>();
-        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        let Some(bytes) = Self::bytes(len) else { return Self::empty() };
+        // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            let layout = Layout::array::<Block>(len).expect("argon2 memory fits the address space");
+            std::alloc::handle_alloc_error(layout);
+        }
+        // An anonymous mapping is page-aligned (more than Block's 16 bytes) and reads as zeros,
+        // which is a valid Block (an array of u64).
+        let ptr = NonNull::new(raw.cast::<Block>()).expect("mmap returns a non-null mapping");
         Self { ptr, len }
     }
 
-    /// The layout of `len` blocks, None for none.
-    fn layout(len: usize) -> Option<Layout> {
-        (len > 0).then(|| Layout::array::<Block>(len).expect("argon2 memory fits the address space"))
+    /// The size of `len` blocks in bytes, None for none.
+    fn bytes(len: usize) -> Option<usize> {
+        (len > 0).then(|| Layout::array::<Block>(len).expect("argon2 memory fits the address space").size())
     }
 
     fn as_mut_slice(&mut self) -> &mut [Block] {
@@ -90,9 +106,10 @@ impl Blocks {
 
 impl Drop for Blocks {
     fn drop(&mut self) {
-        if let Some(layout) = Self::layout(self.len) {
-            // SAFETY: allocated by System with this layout in `zeroed`.
-            unsafe { System.dealloc(self.ptr.as_ptr().cast(), layout) }
+        if let Some(bytes) = Self::bytes(self.len) {
+            // SAFETY: the mapping of `zeroed`, with its size; nothing refers to it any more.
+            let unmapped = unsafe { libc::munmap(self.ptr.as_ptr().cast(), bytes) };
+            debug_assert_eq!(unmapped, 0, "munmap of argon2 memory");
         }
     }
 }
@@ -278,6 +295,34 @@ fn verify_argon2(password: &str, parsed: &PasswordHash<'_>) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// This process's resident set in KiB.
+    fn rss_kib() -> i64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    // Every drop gives the memory back, not only the first (glibc's malloc keeps the second
+    // block of this size resident after its free: this test fails with System.alloc_zeroed).
+    #[test]
+    fn argon2_memory_leaves_rss_each_time_it_is_dropped() {
+        let blocks = 19 * 1024;
+        for round in 0..3 {
+            let mut m = Blocks::zeroed(blocks);
+            let before = rss_kib();
+            for b in m.as_mut_slice().iter_mut() {
+                // SAFETY: a valid, exclusively borrowed block; volatile so the stores stay.
+                unsafe { std::ptr::write_volatile(b, Block::new()) };
+            }
+            let touched = rss_kib();
+            assert!(touched - before > 15 * 1024, "round {round}: {before} -> {touched} KiB");
+            drop(m);
+            let after = rss_kib();
+            assert!(touched - after > 15 * 1024, "round {round}: {touched} KiB -> {after} KiB after the drop");
+        }
+        assert!(Blocks::zeroed(0).as_mut_slice().is_empty());
+    }
 
     #[test]
     fn hash_and_verify() {
