@@ -44,11 +44,14 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     // round trip when the code grants offline_access.
     let may_refresh = client.config.grant_types.contains(&OidcGrantType::RefreshToken);
     let life = issue::lifetimes(state, &mut c).await?;
-    let successor = secret::new_secret();
-    let successor_hash = secret::digest(&successor);
+    let successor = may_refresh.then(|| {
+        let token = secret::new_secret();
+        let hash = secret::digest(&token);
+        (token, hash)
+    });
     let absolute = now + life.refresh_token_expiration;
-    let offer = may_refresh.then(|| code::Successor {
-        token_hash: &successor_hash,
+    let offer = successor.as_ref().map(|(_, hash)| code::Successor {
+        token_hash: hash,
         idle_expires_at: (now + life.refresh_token_idle_expiration).min(absolute),
         expires_at: absolute,
     });
@@ -115,7 +118,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         expires_at: Some(absolute),
         // A code minted before its table carried the seed, or by an older replica: the token
         // is stored on its own.
-        stored: refresh_stored.then_some(successor),
+        stored: successor.filter(|_| refresh_stored).map(|(token, _)| token),
     });
     issue_tokens(state, c, &g, shape(&client), refresh).await
 }
