@@ -11,7 +11,7 @@ use latch::config::{Config, Settings};
 
 /// mimalloc serves latch's own allocations: with glibc's malloc, allocation and its locks took
 /// about a tenth of latch's CPU in the writing grants (perf), and rotating refresh tokens ran
-/// 5-13% slower (README, "Benchmarks").
+/// 5-13% slower (bench/NOTES.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -20,7 +20,7 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// mimalloc gives freed memory back to the OS at once instead of a second later (its default):
 /// with the delay, the RSS 1 s after a restart on a used store read 31-36 MiB, without it 21-25
-/// MiB, at the same speed (README, "Benchmarks").
+/// MiB, at the same speed (bench/NOTES.md).
 fn tune_allocator() {
     // SAFETY: sets one of mimalloc's options; it only changes when freed memory is returned.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) }
@@ -252,8 +252,8 @@ fn healthcheck(addr: &str) -> Result<(), String> {
 /// (tokio tunes the interval itself otherwise, to a few dozen). A SQLite statement runs on its
 /// connection's own thread, outside the runtime, and the request it finishes is woken through
 /// that shared queue, while new requests arrive on the worker's own queue: with tokio's interval
-/// requests already half served waited behind new ones. Measured on 2026-11-26 (README,
-/// "Benchmarks"): the share of paced token requests over 10 ms inside latch fell from 5-17% to
+/// requests already half served waited behind new ones. Measured on 2026-11-26
+/// (bench/NOTES.md): the share of paced token requests over 10 ms inside latch fell from 5-17% to
 /// 0.1-10%, at the same throughput. PostgreSQL's answers arrive through the runtime's own I/O
 /// driver; there the same setting did not help and is not used.
 const SQLITE_GLOBAL_QUEUE_INTERVAL: u32 = 2;

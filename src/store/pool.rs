@@ -4,7 +4,7 @@
 //! It replaces sqlx's pool for one reason: sqlx checks every connection it gets back with a
 //! round trip (a ping), in a task it spawns for the purpose, and a request of latch takes and
 //! gives back one or two connections. Without them refresh ran 16% faster on SQLite and 10% on
-//! PostgreSQL (README, "Benchmarks").
+//! PostgreSQL (bench/NOTES.md).
 //! What the ping guarded against is handled where it arises instead:
 //! - a transaction dropped without commit or rollback (an error, a cancelled request) marks its
 //!   connection, which is rolled back at once in a task of its own before it is used again (on
@@ -39,7 +39,7 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 pub const WAIT_METRIC: &str = "latch_store_pool_wait_seconds";
 /// Histogram of how long a connection was held, from being handed out to being given back: with
 /// [`WAIT_METRIC`] it tells slow statements (long holds) from requests waiting for a CPU (long
-/// waits, short holds; README, "Benchmarks").
+/// waits, short holds; bench/NOTES.md).
 pub const HOLD_METRIC: &str = "latch_store_pool_hold_seconds";
 
 /// Bumped by every store error that may mean a broken connection: connections checked before
