@@ -564,7 +564,12 @@ def cmd_report(a):
                                # or wrk) took during the paced pass, and the one that took most.
                                "other_cpu_ms": num(r.get("paced_other_cpu_ms"), int),
                                "other_top": r.get("paced_other_top") or None,
-                               "other_top_ms": num(r.get("paced_other_top_ms"), int)}
+                               "other_top_ms": num(r.get("paced_other_top_ms"), int),
+                               # The runtime's schedule-delay probe (every 50 ms): samples, and
+                               # those that waited over 5 and 10 ms for a tokio worker.
+                               "schedule_probes": num(r.get("paced_probes"), int),
+                               "schedule_probes_over_5ms": num(r.get("paced_probes_over_5ms"), int),
+                               "schedule_probes_over_10ms": num(r.get("paced_probes_over_10ms"), int)}
             if r["store"] == "sqlite":
                 # What SQLite's writers waited for during the paced pass (latch's histograms).
                 row["at_80pct"]["sqlite"] = {
@@ -678,6 +683,9 @@ def cmd_report(a):
                 notes.append(f"other processes took {pace['other_cpu_ms']:,} ms of CPU time"
                              + (f" (most: {pace['other_top']}, {pace['other_top_ms']:,} ms)"
                                 if pace.get("other_top") and pace.get("other_top_ms") else ""))
+            if pace.get("schedule_probes"):
+                notes.append(f"the runtime's probe waited over 5 ms for a worker {pace['schedule_probes_over_5ms']} "
+                             f"times of {pace['schedule_probes']}, over 10 ms {pace['schedule_probes_over_10ms']} times")
             lite = pace.get("sqlite") or {}
             if lite.get("lock_waits"):
                 notes.append(f"{lite['lock_waits']:,} writes waited for SQLite's lock, "

@@ -227,6 +227,7 @@ pub async fn serve(
     let revocations =
         crate::revocations::spawn(state.revocations.clone(), state.db.clone(), state.clock.clone(), stop_rx.clone());
     let upkeep = crate::telemetry::spawn_upkeep(stop_rx.clone());
+    let probe = crate::telemetry::spawn_schedule_probe(stop_rx.clone());
     let limits = crate::limits::spawn_forgetting(state.limits.clone(), stop_rx);
     let grace = state.settings.shutdown_timeout;
     let app = router(state.clone());
@@ -237,6 +238,7 @@ pub async fn serve(
     let _ = tokio::time::timeout(Duration::from_secs(5), sweeper).await;
     let _ = tokio::time::timeout(Duration::from_secs(5), revocations).await;
     let _ = upkeep.await;
+    let _ = probe.await;
     let _ = limits.await;
     state.db.close().await;
     result

@@ -41,6 +41,9 @@ pub fn prometheus() -> Option<&'static PrometheusHandle> {
                 // Waits for a pooled connection and how long one is held (src/store/pool.rs).
                 .set_buckets_for_metric(Matcher::Prefix("latch_store_pool_".into()), &SHORT_WAIT_BUCKETS)
                 .ok()?
+                // How long a ready task waits for a worker ([`spawn_schedule_probe`]).
+                .set_buckets_for_metric(Matcher::Prefix("latch_runtime_".into()), &SHORT_WAIT_BUCKETS)
+                .ok()?
                 .build_recorder();
             let handle = recorder.handle();
             metrics::set_global_recorder(recorder).ok()?;
@@ -70,6 +73,33 @@ pub fn spawn_upkeep(mut stop: tokio::sync::watch::Receiver<bool>) -> tokio::task
     })
 }
 
+/// How long a task that is ready to run waited for a tokio worker, sampled by
+/// [`spawn_schedule_probe`].
+pub const SCHEDULE_DELAY_METRIC: &str = "latch_runtime_schedule_delay_seconds";
+
+/// How often the scheduling delay is sampled.
+const PROBE_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Samples, every [`PROBE_EVERY`] until `stop` turns true, how long a ready task waits before a
+/// worker runs it: the probe yields (which puts it at the back of its worker's queue) and records
+/// the time until it runs again in [`SCHEDULE_DELAY_METRIC`]. A request waits like this before it
+/// is read (time `http_request_duration_seconds` does not see) and again after each of its awaits
+/// (time it does see, mixed with the store's): when every core is busy with other requests, the
+/// database or other processes, this shows it apart from a slow store or a slow client.
+pub fn spawn_schedule_probe(mut stop: tokio::sync::watch::Receiver<bool>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(PROBE_EVERY) => {}
+                _ = stop.changed() => return,
+            }
+            let ready = Instant::now();
+            tokio::task::yield_now().await;
+            metrics::histogram!(SCHEDULE_DELAY_METRIC).record(ready.elapsed().as_secs_f64());
+        }
+    })
+}
+
 /// Counts requests and records their latency by method, route and status.
 pub async fn track_requests(req: Request, next: Next) -> Response {
     let start = Instant::now();
@@ -81,4 +111,44 @@ pub async fn track_requests(req: Request, next: Next) -> Response {
     metrics::counter!("http_requests_total", &labels).increment(1);
     metrics::histogram!("http_request_duration_seconds", &labels).record(start.elapsed().as_secs_f64());
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Samples of the schedule-delay histogram over 100 ms, from the recorder's text.
+    fn delays_over_100ms(handle: &PrometheusHandle) -> f64 {
+        let text = handle.render();
+        let value = |prefix: &str| {
+            text.lines()
+                .find(|l| l.starts_with(prefix))
+                .and_then(|l| l.rsplit(' ').next())
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        value(&format!("{SCHEDULE_DELAY_METRIC}_count "))
+            - value(&format!("{SCHEDULE_DELAY_METRIC}_bucket{{le=\"0.1\"}}"))
+    }
+
+    /// With the only worker kept busy for 150 ms at a time, the probe waits that long to run
+    /// again, and says so.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_busy_worker_shows_in_the_schedule_delay() {
+        let handle = prometheus().expect("the metrics recorder");
+        let before = delays_over_100ms(handle);
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let probe = spawn_schedule_probe(stop_rx);
+        let hog = tokio::spawn(async {
+            for _ in 0..8 {
+                std::thread::sleep(std::time::Duration::from_millis(150));
+                tokio::task::yield_now().await;
+            }
+        });
+        hog.await.unwrap();
+        let _ = stop_tx.send(true);
+        probe.await.unwrap();
+        let after = delays_over_100ms(handle);
+        assert!(after - before >= 1.0, "no probe waited over 100 ms: {before} -> {after}");
+    }
 }
