@@ -558,6 +558,7 @@ def cmd_report(a):
                                # Connections handed out, and those held over 5 ms.
                                "pool_holds": num(r.get("paced_pool_holds"), int),
                                "pool_holds_over_5ms": num(r.get("paced_pool_holds_over_5ms"), int),
+                               "pool_hold_mean_ms": num(r.get("paced_pool_hold_mean_ms")),
                                # The share of the VM's CPU time the hypervisor took (steal).
                                "steal_pct": num(r.get("paced_steal_pct")),
                                # CPU time other processes on the machine (not latch, PostgreSQL
@@ -676,7 +677,9 @@ def cmd_report(a):
                              f"{pace['pool_waits_over_5ms']:,} over 5 ms")
             if pace.get("pool_holds"):
                 notes.append(f"{pace['pool_holds_over_5ms']:,} of {pace['pool_holds']:,} connections "
-                             f"handed out were held over 5 ms")
+                             f"handed out were held over 5 ms"
+                             + (f" ({pace['pool_hold_mean_ms']} ms on average)"
+                                if pace.get("pool_hold_mean_ms") is not None else ""))
             if pace.get("steal_pct") is not None:
                 notes.append(f"the hypervisor took {pace['steal_pct']}% of the CPU time")
             if pace.get("other_cpu_ms") is not None:
