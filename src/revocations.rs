@@ -96,9 +96,13 @@ impl Revocations {
         let mut c = db.conn().await?;
         let (keys, next) = revocation::since(&mut c, cursor, now).await?;
         drop(c);
+        // Hashed before the write lock is taken: the first poll brings every unexpired
+        // revocation, and checks wait while the lock is held.
+        let entries: Vec<(Fingerprint, i64)> = keys.iter().map(|(k, e)| (fingerprint(k), *e)).collect();
+        drop(keys);
         if let Ok(mut map) = self.keys.write() {
-            for (k, e) in keys {
-                let v = map.entry(fingerprint(&k)).or_insert(e);
+            for (k, e) in entries {
+                let v = map.entry(k).or_insert(e);
                 *v = (*v).max(e);
             }
         }
