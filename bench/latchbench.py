@@ -537,8 +537,8 @@ def cmd_report(a):
         if r.get("client_cpu_pct"):
             row["client_cpu_pct"] = num(r["client_cpu_pct"])
         if r.get("hash_cpu_pct"):
-            # The hashing threads' share of all cores: the login share's steadier companion (the
-            # threads hash at the ceiling's speed per CPU second, and it does not drift with the VM).
+            # The hashing threads' share of all cores: the login share's steadier companion (it
+            # does not drift with the VM).
             row["hashing_threads_cpu_pct"] = num(r["hash_cpu_pct"])
         if r.get("paced_target"):
             row["at_80pct"] = {"target_rps": num(r["paced_target"], int), "rps": num(r.get("paced_rps"), int),
@@ -597,6 +597,13 @@ def cmd_report(a):
                 row["argon2_ceiling_around"] = {"before": around[0], "after": around[1], "mean": round(row_argon, 1)}
             if row_argon:
                 row["share_of_argon2_ceiling"] = round(rps / row_argon, 3) if rps else None
+                share = row.get("hashing_threads_cpu_pct")
+                if rps and share:
+                    # The login share = the hashing threads' share of the cores x how fast they
+                    # hashed per CPU second against the ceiling tool (1.0 = as fast). A low login
+                    # share with a high thread share means slower hashes (or a drifting ceiling),
+                    # not more work beside them.
+                    row["hash_speed_vs_ceiling"] = round(rps / row_argon / (share / 100), 3)
                 checks.append(("argon2 share", rps is not None and rps >= g["argon2"] * row_argon))
         if "rss" in g:
             goal_txt.append(f"RSS < {g['rss']} MiB")
@@ -704,7 +711,10 @@ def cmd_report(a):
                      f" and {around['after']:,.1f})") if around else ""
             notes.append(f"{r['share_of_argon2_ceiling']:.0%} of the argon2 ceiling{where}")
         if r.get("hashing_threads_cpu_pct") is not None:
-            notes.append(f"latch's hashing threads had {r['hashing_threads_cpu_pct']:.1f}% of all cores")
+            speed = r.get("hash_speed_vs_ceiling")
+            notes.append(f"latch's hashing threads had {r['hashing_threads_cpu_pct']:.1f}% of all cores"
+                         + (f" and hashed at {speed:.0%} of the ceiling tool's speed per CPU second"
+                            if speed is not None else ""))
         if r.get("client_cpu_pct") is not None:
             notes.append(f"the load client (bench/storm) used {r['client_cpu_pct']:.0f}% CPU")
         if notes:
