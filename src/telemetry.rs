@@ -59,16 +59,31 @@ const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 /// until `stop` turns true. The recorder keeps every sample (16 bytes) until this runs or
 /// `/metrics` is read; without it a server nobody scraped grew by about 1.5 MiB a minute at
 /// 1,000 operations/s (found by the soak).
-pub fn spawn_upkeep(mut stop: tokio::sync::watch::Receiver<bool>) -> tokio::task::JoinHandle<()> {
+pub fn spawn_upkeep(stop: tokio::sync::watch::Receiver<bool>) -> tokio::task::JoinHandle<()> {
+    every(UPKEEP_EVERY, stop, || async {
+        if let Some(h) = prometheus() {
+            h.run_upkeep();
+        }
+    })
+}
+
+/// Runs `tick` every `period` (after the period, not at once) until `stop` turns true.
+fn every<F, Fut>(
+    period: std::time::Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    mut tick: F,
+) -> tokio::task::JoinHandle<()>
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
     tokio::spawn(async move {
         loop {
             tokio::select! {
-                _ = tokio::time::sleep(UPKEEP_EVERY) => {}
+                _ = tokio::time::sleep(period) => {}
                 _ = stop.changed() => return,
             }
-            if let Some(h) = prometheus() {
-                h.run_upkeep();
-            }
+            tick().await;
         }
     })
 }
@@ -86,17 +101,11 @@ const PROBE_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 /// is read (time `http_request_duration_seconds` does not see) and again after each of its awaits
 /// (time it does see, mixed with the store's): when every core is busy with other requests, the
 /// database or other processes, this shows it apart from a slow store or a slow client.
-pub fn spawn_schedule_probe(mut stop: tokio::sync::watch::Receiver<bool>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(PROBE_EVERY) => {}
-                _ = stop.changed() => return,
-            }
-            let ready = Instant::now();
-            tokio::task::yield_now().await;
-            metrics::histogram!(SCHEDULE_DELAY_METRIC).record(ready.elapsed().as_secs_f64());
-        }
+pub fn spawn_schedule_probe(stop: tokio::sync::watch::Receiver<bool>) -> tokio::task::JoinHandle<()> {
+    every(PROBE_EVERY, stop, || async {
+        let ready = Instant::now();
+        tokio::task::yield_now().await;
+        metrics::histogram!(SCHEDULE_DELAY_METRIC).record(ready.elapsed().as_secs_f64());
     })
 }
 
