@@ -10,12 +10,14 @@ use super::cookie::{self, Browser};
 use super::i18n::{self, Texts};
 use super::pages;
 use crate::app::AppState;
-use crate::oauth::authorize::request::AuthParams;
-use crate::oauth::authorize::{self, browser_sessions, request_id};
+use crate::oauth::authorize::request::{AuthParams, ResponseType};
+use crate::oauth::authorize::{self, IssuedCode, browser_sessions, request_id};
 use crate::oauth::client::{self, OidcClient};
+use crate::oidc::claims;
 use crate::store::auth_request::AuthRequestRow;
+use crate::store::signin::{self, Finished};
 use crate::store::user::User;
-use crate::store::{Conn, StoreError, auth_request, from_json, session, to_json};
+use crate::store::{Conn, StoreError, auth_request, code, from_json, session, to_json};
 
 /// Where the flow begins.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -362,6 +364,9 @@ pub async fn finish(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap
                 now,
                 expires_at: auth_time + lifetime,
             };
+            if f.params.response_type == ResponseType::Code {
+                return finish_with_code(state, c, &f, u, new, headers).await;
+            }
             match session::upsert(c, &new).await {
                 Ok(s) => s,
                 Err(e) => return store_fail(t, headers, e),
@@ -377,4 +382,42 @@ pub async fn finish(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap
         Ok(r) => r,
         Err(e) => store_fail(t, headers, e),
     }
+}
+
+/// A new authentication answered with a code: the request retired, the session stored and the
+/// code stored in one round trip ([`signin::finish`]); a second one only when the browser
+/// already had a session of this user (its id, kept, goes into the code).
+async fn finish_with_code(
+    state: &AppState,
+    c: &mut Conn,
+    f: &Flow,
+    u: User,
+    new: session::NewSession,
+    headers: &HeaderMap,
+) -> Response {
+    let t = f.t;
+    let subject = match authorize::subject(state, c, u).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return pages::error_page(t, StatusCode::BAD_REQUEST, "the account has no organization", ""),
+        Err(e) => return store_fail(t, headers, e),
+    };
+    let scopes = claims::filter_org_scopes(&subject, &f.params.scopes());
+    let user_id = subject.user.user_id.as_str();
+    let code = IssuedCode::new(state, &f.params, &f.client, user_id, &scopes, &new.as_new());
+    let (session, code) = match signin::finish(c, &f.row.auth_request_id, &new, &code.row()).await {
+        Ok(Finished::RequestGone) => return fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired),
+        Ok(Finished::Done { session, code_stored: true }) => (session, code),
+        Ok(Finished::Done { session, code_stored: false }) => {
+            let code = IssuedCode::new(state, &f.params, &f.client, user_id, &scopes, &session);
+            if let Err(e) = code::insert(c, &code.row()).await {
+                return store_fail(t, headers, e);
+            }
+            (session, code)
+        }
+        Err(e) => return store_fail(t, headers, e),
+    };
+    if let Err(e) = crate::oidc::backchannel::note(c, &f.client, &session).await {
+        return store_fail(t, headers, e);
+    }
+    authorize::code_response(state, t, &f.params, code.value)
 }

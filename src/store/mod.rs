@@ -19,6 +19,7 @@ pub mod revocation;
 pub mod session;
 pub mod session_client;
 pub mod setting;
+pub mod signin;
 pub mod sqlite_busy;
 pub mod token_key;
 pub mod user;

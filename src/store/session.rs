@@ -15,8 +15,9 @@ pub struct Session {
     pub expires_at: i64,
 }
 
+/// A session as stored (`amr` as JSON).
 #[derive(FromRow)]
-struct Row {
+pub(super) struct SessionRow {
     session_id: String,
     user_id: String,
     auth_time: i64,
@@ -26,9 +27,9 @@ struct Row {
     expires_at: i64,
 }
 
-impl TryFrom<Row> for Session {
+impl TryFrom<SessionRow> for Session {
     type Error = super::StoreError;
-    fn try_from(r: Row) -> Result<Self> {
+    fn try_from(r: SessionRow) -> Result<Self> {
         Ok(Session {
             amr: from_json("session.amr", &r.amr)?,
             session_id: r.session_id,
@@ -55,10 +56,25 @@ pub struct NewSession {
     pub expires_at: i64,
 }
 
+impl NewSession {
+    /// The session as it is stored when it is new.
+    pub fn as_new(&self) -> Session {
+        Session {
+            session_id: self.session_id.clone(),
+            user_id: self.user_id.clone(),
+            auth_time: self.auth_time,
+            amr: self.amr.clone(),
+            created_at: self.now,
+            last_used_at: self.now,
+            expires_at: self.expires_at,
+        }
+    }
+}
+
 /// Creates the session of a user in this browser, or renews it after a new authentication
 /// (the session id stays).
 pub async fn upsert(c: &mut Conn, n: &NewSession) -> Result<Session> {
-    let row: Row = sqlx::query_as(
+    let row: SessionRow = sqlx::query_as(
         "INSERT INTO session (session_id, ua_key, user_id, auth_time, amr, created_at, last_used_at, expires_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $6, $7) \
          ON CONFLICT (ua_key, user_id) DO UPDATE SET auth_time = $4, amr = $5, last_used_at = $6, expires_at = $7 \
@@ -78,7 +94,7 @@ pub async fn upsert(c: &mut Conn, n: &NewSession) -> Result<Session> {
 
 /// The live sessions of a browser, oldest first.
 pub async fn of_browser(c: &mut Conn, ua_key: &[u8], now: i64) -> Result<Vec<Session>> {
-    let rows: Vec<Row> =
+    let rows: Vec<SessionRow> =
         sqlx::query_as(&format!("{SELECT} WHERE ua_key = $1 AND expires_at > $2 ORDER BY created_at, session_id"))
             .bind(ua_key.to_vec())
             .bind(now)
@@ -88,7 +104,7 @@ pub async fn of_browser(c: &mut Conn, ua_key: &[u8], now: i64) -> Result<Vec<Ses
 }
 
 pub async fn get(c: &mut Conn, session_id: &str) -> Result<Option<Session>> {
-    let row: Option<Row> =
+    let row: Option<SessionRow> =
         sqlx::query_as(&format!("{SELECT} WHERE session_id = $1")).bind(session_id).fetch_optional(&mut *c).await?;
     row.map(Session::try_from).transpose()
 }
@@ -104,7 +120,7 @@ pub async fn touch(c: &mut Conn, session_id: &str, now: i64) -> Result<()> {
 
 /// Ends sessions of a browser (all, or only that user's); returns the ended sessions.
 pub async fn end(c: &mut Conn, ua_key: &[u8], user_id: Option<&str>) -> Result<Vec<Session>> {
-    let rows: Vec<Row> = match user_id {
+    let rows: Vec<SessionRow> = match user_id {
         Some(u) => {
             sqlx::query_as(
                 "DELETE FROM session WHERE ua_key = $1 AND user_id = $2 \

@@ -320,7 +320,11 @@ on_both!(basic_op_prompt_and_max_age, |srv| {
             b.sign_in(&id, &page, "alice", "Wonder-land1").await
         };
         let t = exchange(srv, &c, param(&p.redirect_params(), "code").unwrap(), &verifier).await;
-        assert!(claims(t["id_token"].as_str().unwrap())["auth_time"].as_i64().unwrap() > auth_time, "{extra:?}");
+        let renewed = claims(t["id_token"].as_str().unwrap());
+        assert!(renewed["auth_time"].as_i64().unwrap() > auth_time, "{extra:?}");
+        // The browser's session is renewed, not replaced: the code named the id it kept.
+        assert!(first["sid"].is_string());
+        assert_eq!(renewed["sid"], first["sid"], "{extra:?}");
     }
 });
 

@@ -350,3 +350,89 @@ async fn https_issuers_get_secure_host_cookies() {
     assert!(cookie.starts_with("__Host-latch_ua=") && cookie.contains("; Secure"), "{cookie}");
     srv.stop().await;
 }
+
+// The end of a sign-in in one round trip: only a request still pending leads to a session, only
+// a new session to a stored code (a renewed one keeps its id, which the caller's code must
+// name). On SQLite each statement is tied to the one before by changes().
+on_both!(finishing_a_sign_in_in_the_store_writes_all_or_nothing, |srv| {
+    use latch::store::auth_request::{self, AuthRequestRow};
+    use latch::store::code::NewCode;
+    use latch::store::session::NewSession;
+    use latch::store::signin::{self, Finished};
+    let user_id = human(srv, "alice", "Wonder-land1").await;
+    let mut c = srv.state.db.conn().await.unwrap();
+    let t = crate::harness::now();
+    let request = |id: &str| AuthRequestRow {
+        auth_request_id: id.into(),
+        ua_key: b"browser".to_vec(),
+        client_id: "client".into(),
+        params: "{}".into(),
+        csrf_token: "csrf".into(),
+        user_id: Some(user_id.clone()),
+        progress: "{}".into(),
+        created_at: t,
+        expires_at: t + 600,
+    };
+    let session = |id: &str, auth_time: i64| NewSession {
+        session_id: id.into(),
+        ua_key: b"browser".to_vec(),
+        user_id: user_id.clone(),
+        auth_time,
+        amr: vec!["pwd".into()],
+        now: auth_time,
+        expires_at: auth_time + 3600,
+    };
+    let code = |hash: &'static [u8]| NewCode {
+        code_hash: hash,
+        grant_id: "grant",
+        client_id: "client",
+        data: r#"{"session":"s-1"}"#,
+        refresh: None,
+        created_at: t,
+        expires_at: t + 60,
+    };
+    let count = |table: &'static str| {
+        let db = srv.state.db.clone();
+        async move {
+            let sql = format!("SELECT COUNT(*) FROM {table}");
+            let (n,): (i64,) = sqlx::query_as(&sql).fetch_one(&mut *db.conn().await.unwrap()).await.unwrap();
+            n
+        }
+    };
+    auth_request::insert(&mut c, &request("r-1")).await.unwrap();
+    auth_request::insert(&mut c, &request("r-2")).await.unwrap();
+
+    // A new session: request retired, session and code stored.
+    match signin::finish(&mut c, "r-1", &session("s-1", t), &code(b"code-1")).await.unwrap() {
+        Finished::Done { session, code_stored } => {
+            assert!(code_stored);
+            assert_eq!((session.session_id.as_str(), session.user_id.as_str()), ("s-1", user_id.as_str()));
+            assert_eq!((session.auth_time, session.amr.clone(), session.expires_at), (t, vec!["pwd".into()], t + 3600));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(auth_request::get_with_user(&mut c, "r-1").await.unwrap().is_none());
+    let (data,): (String,) = sqlx::query_as("SELECT data FROM auth_code WHERE code_hash = $1")
+        .bind(b"code-1".to_vec())
+        .fetch_one(&mut *c)
+        .await
+        .unwrap();
+    assert_eq!(data, r#"{"session":"s-1"}"#);
+
+    // The same request again (a second tab, a replay): nothing is written.
+    let again = signin::finish(&mut c, "r-1", &session("s-x", t + 5), &code(b"code-x")).await.unwrap();
+    assert!(matches!(again, Finished::RequestGone), "{again:?}");
+    assert_eq!((count("session").await, count("auth_code").await), (1, 1));
+
+    // The browser signs the same user in again: the session is renewed and keeps its id; the
+    // code offered names another id and is not stored.
+    match signin::finish(&mut c, "r-2", &session("s-2", t + 10), &code(b"code-2")).await.unwrap() {
+        Finished::Done { session, code_stored } => {
+            assert!(!code_stored);
+            assert_eq!((session.session_id.as_str(), session.auth_time, session.created_at), ("s-1", t + 10, t));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(auth_request::get_with_user(&mut c, "r-2").await.unwrap().is_none());
+    assert_eq!((count("session").await, count("auth_code").await, count("auth_request").await), (1, 1, 0));
+});

@@ -22,6 +22,7 @@ use crate::login::pages;
 use crate::oauth::client::OidcClient;
 use crate::oauth::error::{ErrorCode, OAuthError};
 use crate::oauth::issue::{self, Grant, Shape};
+use crate::oauth::scope::Scopes;
 use crate::oauth::token::RefreshData;
 use crate::oidc::claims::{self, Subject};
 use crate::store::auth_request::AuthRequestRow;
@@ -236,6 +237,88 @@ pub async fn subject(state: &AppState, c: &mut impl Source, u: User) -> crate::s
     Ok(state.cache.org(c, &u.org_id).await?.map(|o| Subject { user: u, org: o }))
 }
 
+/// An authorization code about to be stored: the value for the client and what its row holds.
+pub struct IssuedCode {
+    pub value: String,
+    hash: Vec<u8>,
+    grant_id: String,
+    client_id: String,
+    user_id: String,
+    session_id: String,
+    /// [`CodeData`] as JSON.
+    data: String,
+    /// What the exchange stores as the first refresh token, in the statement that marks the
+    /// code used (when the code grants offline_access).
+    refresh_data: Option<String>,
+    created_at: i64,
+    expires_at: i64,
+}
+
+impl IssuedCode {
+    /// A new code for `user_id`, signed in with session `s`, granting `scopes`.
+    pub fn new(
+        state: &AppState,
+        params: &AuthParams,
+        client: &OidcClient,
+        user_id: &str,
+        scopes: &Scopes,
+        s: &Session,
+    ) -> Self {
+        let now = state.clock.now();
+        let data = CodeData {
+            redirect_uri: params.redirect_uri.clone(),
+            scopes: scopes.0.clone(),
+            nonce: params.nonce.clone(),
+            code_challenge: params.code_challenge.clone(),
+            user_id: user_id.to_string(),
+            session_id: s.session_id.clone(),
+            auth_time: s.auth_time,
+            amr: s.amr.clone(),
+        };
+        let refresh_data = scopes.has("offline_access").then(|| {
+            to_json(&RefreshData { scopes: scopes.0.clone(), auth_time: Some(s.auth_time), amr: s.amr.clone() })
+        });
+        let value = secret::new_secret();
+        IssuedCode {
+            hash: secret::digest(&value),
+            value,
+            grant_id: crate::id::new_id(),
+            client_id: client.app.client_id.clone(),
+            user_id: user_id.to_string(),
+            session_id: s.session_id.clone(),
+            data: to_json(&data),
+            refresh_data,
+            created_at: now,
+            expires_at: now + state.settings.code_lifetime,
+        }
+    }
+
+    pub fn row(&self) -> code::NewCode<'_> {
+        code::NewCode {
+            code_hash: &self.hash,
+            grant_id: &self.grant_id,
+            client_id: &self.client_id,
+            data: &self.data,
+            refresh: self.refresh_data.as_deref().map(|data| code::RefreshSeed {
+                user_id: &self.user_id,
+                session_id: &self.session_id,
+                data,
+            }),
+            created_at: self.created_at,
+            expires_at: self.expires_at,
+        }
+    }
+}
+
+/// The redirect that hands a stored code to the client.
+pub fn code_response(state: &AppState, t: &'static Texts, params: &AuthParams, code: String) -> Response {
+    let mut fields = vec![("code", code)];
+    if let Some(st) = &params.state {
+        fields.push(("state", st.clone()));
+    }
+    response::respond(t, &state.settings.issuer, &params.redirect_uri, params.response_mode, fields)
+}
+
 /// Answers the client for an authenticated session: a code, or the implicit tokens.
 pub async fn complete(
     state: &AppState,
@@ -259,39 +342,9 @@ pub async fn complete(
     let mut fields: Vec<(&'static str, String)> = Vec::new();
     match params.response_type {
         ResponseType::Code => {
-            let code_value = secret::new_secret();
-            let data = CodeData {
-                redirect_uri: params.redirect_uri.clone(),
-                scopes: scopes.0.clone(),
-                nonce: params.nonce.clone(),
-                code_challenge: params.code_challenge.clone(),
-                user_id: subject.user.user_id.clone(),
-                session_id: s.session_id.clone(),
-                auth_time: s.auth_time,
-                amr: s.amr.clone(),
-            };
-            let grant_id = crate::id::new_id();
-            // What the exchange stores as the first refresh token, in the statement that
-            // marks the code used.
-            let refresh_data = scopes.has("offline_access").then(|| {
-                to_json(&RefreshData { scopes: scopes.0.clone(), auth_time: Some(s.auth_time), amr: s.amr.clone() })
-            });
-            let code_hash = secret::digest(&code_value);
-            let new_code = code::NewCode {
-                code_hash: &code_hash,
-                grant_id: &grant_id,
-                client_id: &client.app.client_id,
-                data: &to_json(&data),
-                refresh: refresh_data.as_deref().map(|data| code::RefreshSeed {
-                    user_id: &subject.user.user_id,
-                    session_id: &s.session_id,
-                    data,
-                }),
-                created_at: now,
-                expires_at: now + state.settings.code_lifetime,
-            };
-            code::insert(c, &new_code).await?;
-            fields.push(("code", code_value));
+            let code = IssuedCode::new(state, params, client, &subject.user.user_id, &scopes, s);
+            code::insert(c, &code.row()).await?;
+            return Ok(code_response(state, t, params, code.value));
         }
         ResponseType::IdToken | ResponseType::IdTokenToken => {
             let grant = Grant {
