@@ -14,10 +14,15 @@
 //! fresh, for the code exchange that follows. Tokens, sessions and codes are never
 //! cached; revocations have their own mirror (`crate::revocations`). Absent entries are cached
 //! too, so a flood of unknown client ids costs one query per id and second.
+//!
+//! An entry is read again shortly before it expires ([`REFRESH_AHEAD`]), by the first request
+//! that finds it that old, while the others keep using it: a key in steady use is never
+//! missing, so its expiry does not send every request in flight to the store at once (under
+//! load, a dozen reads of the same row each second). Nothing is served past [`TTL`].
 
 use std::collections::HashMap;
 use std::sync::RwLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::domain::settings::{LoginPolicy, OidcSettings};
@@ -30,11 +35,20 @@ use crate::store::{Result, Source, app, fold, org, project, setting, user};
 
 /// How long a replica trusts what it read.
 pub const TTL: Duration = Duration::from_secs(1);
+/// How long before its expiry an entry is read again, by one request.
+pub const REFRESH_AHEAD: Duration = Duration::from_millis(100);
 /// Entries per kind before expired ones are dropped (and, if still full, all).
 const MAX_ENTRIES: usize = 10_000;
 
+struct Entry<V> {
+    at: Instant,
+    value: V,
+    /// A request has been sent to read it again (see [`REFRESH_AHEAD`]).
+    refreshing: AtomicBool,
+}
+
 struct Ttl<V> {
-    map: RwLock<HashMap<String, (Instant, V)>>,
+    map: RwLock<HashMap<String, Entry<V>>>,
 }
 
 impl<V: Clone> Ttl<V> {
@@ -42,21 +56,32 @@ impl<V: Clone> Ttl<V> {
         Self { map: RwLock::new(HashMap::new()) }
     }
 
+    /// The entry of `key` while it is fresh. Within [`REFRESH_AHEAD`] of its expiry the first
+    /// caller gets `None` (and reads it again, as on a miss) while every other caller still gets
+    /// the entry until it expires.
     fn get(&self, key: &str) -> Option<V> {
         let map = self.map.read().ok()?;
-        let (at, v) = map.get(key)?;
-        (at.elapsed() < TTL).then(|| v.clone())
+        let e = map.get(key)?;
+        let age = e.at.elapsed();
+        if age >= TTL || (age >= TTL - REFRESH_AHEAD && !e.refreshing.swap(true, Ordering::AcqRel)) {
+            return None;
+        }
+        Some(e.value.clone())
     }
 
     fn put(&self, key: &str, v: V) {
+        self.put_at(key, v, Instant::now());
+    }
+
+    fn put_at(&self, key: &str, value: V, at: Instant) {
         if let Ok(mut map) = self.map.write() {
             if map.len() >= MAX_ENTRIES {
-                map.retain(|_, (at, _)| at.elapsed() < TTL);
+                map.retain(|_, e| e.at.elapsed() < TTL);
                 if map.len() >= MAX_ENTRIES {
                     map.clear();
                 }
             }
-            map.insert(key.to_string(), (Instant::now(), v));
+            map.insert(key.to_string(), Entry { at, value, refreshing: AtomicBool::new(false) });
         }
     }
 
@@ -225,5 +250,31 @@ impl ConfigCache {
         self.user_names.clear();
         self.machine_keys.clear();
         self.client_keys.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_caller_reads_an_entry_again_before_it_expires_and_the_others_keep_it() {
+        let t: Ttl<u32> = Ttl::new();
+        t.put("fresh", 1);
+        assert_eq!((t.get("fresh"), t.get("fresh")), (Some(1), Some(1)));
+        // Within the last REFRESH_AHEAD of its life: one None, then the entry for everyone else.
+        let old = Instant::now() - (TTL - REFRESH_AHEAD / 2);
+        t.put_at("ageing", 2, old);
+        assert_eq!(t.get("ageing"), None, "the first caller reads it again");
+        assert_eq!((t.get("ageing"), t.get("ageing")), (Some(2), Some(2)));
+        // Its reading replaces it: fresh again, and the next refresh is one caller's again.
+        t.put("ageing", 3);
+        assert_eq!(t.get("ageing"), Some(3));
+        t.put_at("ageing", 4, old);
+        assert_eq!((t.get("ageing"), t.get("ageing")), (None, Some(4)));
+        // Expired: nobody gets it.
+        t.put_at("expired", 5, Instant::now() - TTL);
+        assert_eq!((t.get("expired"), t.get("expired")), (None, None));
+        assert_eq!(t.get("absent"), None);
     }
 }
