@@ -540,6 +540,12 @@ def cmd_report(a):
             # The hashing threads' share of all cores: the login share's steadier companion (it
             # does not drift with the VM).
             row["hashing_threads_cpu_pct"] = num(r["hash_cpu_pct"])
+        # The rest of latch during a login storm, by kind of thread: what stands between the
+        # hashing threads and the whole of the cores.
+        if r.get("tokio_cpu_pct"):
+            row["tokio_threads_cpu_pct"] = num(r["tokio_cpu_pct"])
+        if r.get("sqlite_cpu_pct"):
+            row["sqlite_threads_cpu_pct"] = num(r["sqlite_cpu_pct"])
         if r.get("paced_target"):
             row["at_80pct"] = {"target_rps": num(r["paced_target"], int), "rps": num(r.get("paced_rps"), int),
                                "p99_ms": p99_80, "errors": num(r.get("paced_errors"), int),
@@ -715,6 +721,10 @@ def cmd_report(a):
             notes.append(f"latch's hashing threads had {r['hashing_threads_cpu_pct']:.1f}% of all cores"
                          + (f" and hashed at {speed:.0%} of the ceiling tool's speed per CPU second"
                             if speed is not None else ""))
+        others = [(label, r.get(key)) for label, key in (("tokio's threads", "tokio_threads_cpu_pct"),
+                                                        ("SQLite's threads", "sqlite_threads_cpu_pct"))]
+        if any(v is not None for _, v in others):
+            notes.append("besides them " + ", ".join(f"{label} {v:.1f}%" for label, v in others if v is not None))
         if r.get("client_cpu_pct") is not None:
             notes.append(f"the load client (bench/storm) used {r['client_cpu_pct']:.0f}% CPU")
         if notes:
