@@ -1,7 +1,7 @@
 //! The end of a browser sign-in that answers with a code, in one round trip: the pending request
 //! is retired, the browser's session of the user created (or renewed) and the authorization
-//! code stored. Three separate statements took three round trips (on SQLite three hops to the
-//! connection's thread and three commits) on the path of every password login.
+//! code stored. As three separate statements these would be three round trips (on SQLite three
+//! hops to the connection's thread) on the path of every password login.
 
 use super::code::NewCode;
 use super::session::{NewSession, Session, SessionRow};
