@@ -1,6 +1,6 @@
 //! Authorization codes: short-lived, single use, stored by digest.
 
-use super::{Conn, Result};
+use super::{AnyQuery, Conn, Result};
 
 /// A code to store.
 pub struct NewCode<'a> {
@@ -51,23 +51,27 @@ pub enum Redeemed {
     Unknown,
 }
 
-pub async fn insert(c: &mut Conn, code: &NewCode<'_>) -> Result<()> {
+/// The columns a new code fills, in the order [`bind`] binds them.
+pub(super) const INSERT_COLUMNS: &str =
+    "code_hash, grant_id, client_id, data, created_at, expires_at, user_id, session_id, refresh_data";
+
+/// Binds the values of a new code, in the order of [`INSERT_COLUMNS`].
+pub(super) fn bind<'q>(q: AnyQuery<'q>, code: &NewCode<'q>) -> AnyQuery<'q> {
     let seed = code.refresh.as_ref();
-    sqlx::query(
-        "INSERT INTO auth_code (code_hash, grant_id, client_id, data, created_at, expires_at, user_id, session_id, \
-         refresh_data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-    )
-    .bind(code.code_hash.to_vec())
-    .bind(code.grant_id)
-    .bind(code.client_id)
-    .bind(code.data)
-    .bind(code.created_at)
-    .bind(code.expires_at)
-    .bind(seed.map(|s| s.user_id))
-    .bind(seed.map(|s| s.session_id))
-    .bind(seed.map(|s| s.data))
-    .execute(&mut *c)
-    .await?;
+    q.bind(code.code_hash.to_vec())
+        .bind(code.grant_id)
+        .bind(code.client_id)
+        .bind(code.data)
+        .bind(code.created_at)
+        .bind(code.expires_at)
+        .bind(seed.map(|s| s.user_id))
+        .bind(seed.map(|s| s.session_id))
+        .bind(seed.map(|s| s.data))
+}
+
+pub async fn insert(c: &mut Conn, code: &NewCode<'_>) -> Result<()> {
+    let sql = format!("INSERT INTO auth_code ({INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)");
+    bind(sqlx::query(&sql), code).execute(&mut *c).await?;
     Ok(())
 }
 

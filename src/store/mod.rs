@@ -134,6 +134,9 @@ fn is_connection_lost(code: &str) -> bool {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+/// A statement of the store's `Any` driver, before its values are bound.
+pub(crate) type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
 /// Logs that the store is unavailable (`detail`), at most once a second with the number of
 /// such errors not logged since: during an outage every request meets it, thousands a second.
 pub fn warn_unavailable(detail: &str) {

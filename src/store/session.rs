@@ -2,7 +2,7 @@
 
 use sqlx::FromRow;
 
-use super::{Conn, Result, from_json, to_json};
+use super::{AnyQuery, Conn, Result, from_json, to_json};
 
 #[derive(Debug, Clone)]
 pub struct Session {
@@ -42,8 +42,6 @@ impl TryFrom<SessionRow> for Session {
     }
 }
 
-const SELECT: &str = "SELECT session_id, user_id, auth_time, amr, created_at, last_used_at, expires_at FROM session";
-
 /// A session to create (or renew).
 #[derive(Debug, Clone)]
 pub struct NewSession {
@@ -71,41 +69,54 @@ impl NewSession {
     }
 }
 
+/// The columns a new session fills.
+pub(super) const INSERT_COLUMNS: &str =
+    "session_id, ua_key, user_id, auth_time, amr, created_at, last_used_at, expires_at";
+/// A stored session's columns, as [`SessionRow`] reads them.
+pub(super) const COLUMNS: &str = "session_id, user_id, auth_time, amr, created_at, last_used_at, expires_at";
+
+/// Binds the values of a new session: id, browser, user, authentication time, methods, now (the
+/// creation and last use) and expiry, so that a statement numbering them from `$k` fills
+/// [`INSERT_COLUMNS`] with `$k, $k+1, $k+2, $k+3, $k+4, $k+5, $k+5, $k+6`.
+pub(super) fn bind<'q>(q: AnyQuery<'q>, n: &'q NewSession) -> AnyQuery<'q> {
+    q.bind(&n.session_id)
+        .bind(n.ua_key.clone())
+        .bind(&n.user_id)
+        .bind(n.auth_time)
+        .bind(to_json(&n.amr))
+        .bind(n.now)
+        .bind(n.expires_at)
+}
+
 /// Creates the session of a user in this browser, or renews it after a new authentication
 /// (the session id stays).
 pub async fn upsert(c: &mut Conn, n: &NewSession) -> Result<Session> {
-    let row: SessionRow = sqlx::query_as(
-        "INSERT INTO session (session_id, ua_key, user_id, auth_time, amr, created_at, last_used_at, expires_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $6, $7) \
+    let sql = format!(
+        "INSERT INTO session ({INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $6, $7) \
          ON CONFLICT (ua_key, user_id) DO UPDATE SET auth_time = $4, amr = $5, last_used_at = $6, expires_at = $7 \
-         RETURNING session_id, user_id, auth_time, amr, created_at, last_used_at, expires_at",
-    )
-    .bind(&n.session_id)
-    .bind(n.ua_key.clone())
-    .bind(&n.user_id)
-    .bind(n.auth_time)
-    .bind(to_json(&n.amr))
-    .bind(n.now)
-    .bind(n.expires_at)
-    .fetch_one(&mut *c)
-    .await?;
-    Session::try_from(row)
+         RETURNING {COLUMNS}"
+    );
+    let row = bind(sqlx::query(&sql), n).fetch_one(&mut *c).await?;
+    Session::try_from(SessionRow::from_row(&row)?)
 }
 
 /// The live sessions of a browser, oldest first.
 pub async fn of_browser(c: &mut Conn, ua_key: &[u8], now: i64) -> Result<Vec<Session>> {
-    let rows: Vec<SessionRow> =
-        sqlx::query_as(&format!("{SELECT} WHERE ua_key = $1 AND expires_at > $2 ORDER BY created_at, session_id"))
-            .bind(ua_key.to_vec())
-            .bind(now)
-            .fetch_all(&mut *c)
-            .await?;
+    let rows: Vec<SessionRow> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM session WHERE ua_key = $1 AND expires_at > $2 ORDER BY created_at, session_id"
+    ))
+    .bind(ua_key.to_vec())
+    .bind(now)
+    .fetch_all(&mut *c)
+    .await?;
     rows.into_iter().map(Session::try_from).collect()
 }
 
 pub async fn get(c: &mut Conn, session_id: &str) -> Result<Option<Session>> {
-    let row: Option<SessionRow> =
-        sqlx::query_as(&format!("{SELECT} WHERE session_id = $1")).bind(session_id).fetch_optional(&mut *c).await?;
+    let row: Option<SessionRow> = sqlx::query_as(&format!("SELECT {COLUMNS} FROM session WHERE session_id = $1"))
+        .bind(session_id)
+        .fetch_optional(&mut *c)
+        .await?;
     row.map(Session::try_from).transpose()
 }
 
@@ -122,23 +133,17 @@ pub async fn touch(c: &mut Conn, session_id: &str, now: i64) -> Result<()> {
 pub async fn end(c: &mut Conn, ua_key: &[u8], user_id: Option<&str>) -> Result<Vec<Session>> {
     let rows: Vec<SessionRow> = match user_id {
         Some(u) => {
-            sqlx::query_as(
-                "DELETE FROM session WHERE ua_key = $1 AND user_id = $2 \
-                 RETURNING session_id, user_id, auth_time, amr, created_at, last_used_at, expires_at",
-            )
-            .bind(ua_key.to_vec())
-            .bind(u)
-            .fetch_all(&mut *c)
-            .await?
+            sqlx::query_as(&format!("DELETE FROM session WHERE ua_key = $1 AND user_id = $2 RETURNING {COLUMNS}"))
+                .bind(ua_key.to_vec())
+                .bind(u)
+                .fetch_all(&mut *c)
+                .await?
         }
         None => {
-            sqlx::query_as(
-                "DELETE FROM session WHERE ua_key = $1 \
-                 RETURNING session_id, user_id, auth_time, amr, created_at, last_used_at, expires_at",
-            )
-            .bind(ua_key.to_vec())
-            .fetch_all(&mut *c)
-            .await?
+            sqlx::query_as(&format!("DELETE FROM session WHERE ua_key = $1 RETURNING {COLUMNS}"))
+                .bind(ua_key.to_vec())
+                .fetch_all(&mut *c)
+                .await?
         }
     };
     rows.into_iter().map(Session::try_from).collect()

@@ -3,9 +3,11 @@
 //! code stored. As three separate statements these would be three round trips (on SQLite three
 //! hops to the connection's thread) on the path of every password login.
 
-use super::code::NewCode;
+use sqlx::FromRow;
+
+use super::code::{self, NewCode};
 use super::session::{NewSession, Session, SessionRow};
-use super::{Conn, Result, to_json};
+use super::{Conn, Result};
 
 /// What [`finish`] did.
 #[derive(Debug)]
@@ -26,51 +28,32 @@ pub enum Finished {
 /// one before by `changes()` (as [`super::refresh::rotate_live`] does, and for the same reason
 /// without a transaction around them).
 pub async fn finish(c: &mut Conn, request_id: &str, session: &NewSession, code: &NewCode<'_>) -> Result<Finished> {
-    const UPSERT: &str = "INSERT INTO session (session_id, ua_key, user_id, auth_time, amr, created_at, last_used_at, \
-         expires_at) SELECT $2, $3, $4, $5, $6, $7, $7, $8";
-    const ON_CONFLICT: &str = "ON CONFLICT (ua_key, user_id) DO UPDATE SET auth_time = $5, amr = $6, \
-         last_used_at = $7, expires_at = $8 \
-         RETURNING session_id, user_id, auth_time, amr, created_at, last_used_at, expires_at";
-    const CODE: &str = "INSERT INTO auth_code (code_hash, grant_id, client_id, data, created_at, expires_at, user_id, \
-         session_id, refresh_data) SELECT $9, $10, $11, $12, $13, $14, $15, $16, $17";
+    let (sessions, columns, codes) = (super::session::INSERT_COLUMNS, super::session::COLUMNS, code::INSERT_COLUMNS);
+    let upsert = format!("INSERT INTO session ({sessions}) SELECT $2, $3, $4, $5, $6, $7, $7, $8");
+    let on_conflict = format!(
+        "ON CONFLICT (ua_key, user_id) DO UPDATE SET auth_time = $5, amr = $6, last_used_at = $7, expires_at = $8 \
+         RETURNING {columns}"
+    );
+    let store_code = format!("INSERT INTO auth_code ({codes}) SELECT $9, $10, $11, $12, $13, $14, $15, $16, $17");
     let sql = if c.backend_name() == "PostgreSQL" {
         format!(
             "WITH retired AS (DELETE FROM auth_request WHERE auth_request_id = $1 RETURNING auth_request_id), \
-             s AS ({UPSERT} FROM retired {ON_CONFLICT}), \
-             stored AS ({CODE} FROM s WHERE s.session_id = $2) \
-             SELECT session_id, user_id, auth_time, amr, created_at, last_used_at, expires_at FROM s"
+             s AS ({upsert} FROM retired {on_conflict}), \
+             stored AS ({store_code} FROM s WHERE s.session_id = $2) \
+             SELECT {columns} FROM s"
         )
     } else {
         format!(
             "DELETE FROM auth_request WHERE auth_request_id = $1; \
-             {UPSERT} WHERE changes() = 1 {ON_CONFLICT}; \
-             {CODE} WHERE changes() = 1 AND EXISTS (SELECT 1 FROM session WHERE session_id = $2)"
+             {upsert} WHERE changes() = 1 {on_conflict}; \
+             {store_code} WHERE changes() = 1 AND EXISTS (SELECT 1 FROM session WHERE session_id = $2)"
         )
     };
-    let seed = code.refresh.as_ref();
+    let q = super::session::bind(sqlx::query(&sql).bind(request_id), session);
     // fetch_all: on SQLite sqlx's fetch_optional would stop after the first statement.
-    let rows: Vec<SessionRow> = sqlx::query_as(&sql)
-        .bind(request_id)
-        .bind(&session.session_id)
-        .bind(session.ua_key.clone())
-        .bind(&session.user_id)
-        .bind(session.auth_time)
-        .bind(to_json(&session.amr))
-        .bind(session.now)
-        .bind(session.expires_at)
-        .bind(code.code_hash.to_vec())
-        .bind(code.grant_id)
-        .bind(code.client_id)
-        .bind(code.data)
-        .bind(code.created_at)
-        .bind(code.expires_at)
-        .bind(seed.map(|s| s.user_id))
-        .bind(seed.map(|s| s.session_id))
-        .bind(seed.map(|s| s.data))
-        .fetch_all(&mut *c)
-        .await?;
-    let Some(row) = rows.into_iter().next() else { return Ok(Finished::RequestGone) };
-    let session_row = Session::try_from(row)?;
-    let code_stored = session_row.session_id == session.session_id;
-    Ok(Finished::Done { session: session_row, code_stored })
+    let rows = code::bind(q, code).fetch_all(&mut *c).await?;
+    let Some(row) = rows.first() else { return Ok(Finished::RequestGone) };
+    let stored = Session::try_from(SessionRow::from_row(row)?)?;
+    let code_stored = stored.session_id == session.session_id;
+    Ok(Finished::Done { session: stored, code_stored })
 }
