@@ -10,6 +10,7 @@ use super::cookie::{self, Browser};
 use super::i18n::{self, Texts};
 use super::pages;
 use crate::app::AppState;
+use crate::domain::enums::UserState;
 use crate::oauth::authorize::request::{AuthParams, ResponseType};
 use crate::oauth::authorize::{self, IssuedCode, browser_sessions, request_id};
 use crate::oauth::client::{self, OidcClient};
@@ -335,12 +336,26 @@ pub async fn show(
     }
 }
 
+/// Why user `u` may not sign in now (locked, inactive, ...), or None when they may.
+pub fn not_signing_in(t: &'static Texts, u: &User) -> Option<&'static str> {
+    match u.state {
+        UserState::Active | UserState::Initial => None,
+        UserState::Locked => Some(t.err_locked),
+        _ => Some(t.err_inactive),
+    }
+}
+
 /// Every step is done: create or renew the session, retire the request, answer the client.
 pub async fn finish(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap) -> Response {
     let t = f.t;
     let Some(u) = f.user.clone() else {
         return fail(t, headers, StatusCode::BAD_REQUEST, t.err_form);
     };
+    // The user as read by this request: one locked or deactivated since an earlier step (too
+    // many wrong second-factor codes, or through the API) gets no session and nothing issued.
+    if let Some(msg) = not_signing_in(t, &u) {
+        return fail(t, headers, StatusCode::FORBIDDEN, msg);
+    }
     let now = state.clock.now();
     let sess = match &f.progress.sso_session {
         Some(sid) => match session::get(c, sid).await {

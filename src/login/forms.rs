@@ -8,7 +8,7 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::flow::{Flow, Start, fail, show, store_fail};
+use super::flow::{Flow, Start, Step, fail, not_signing_in, show, store_fail};
 use super::i18n::Texts;
 use crate::app::AppState;
 use crate::domain::enums::UserState;
@@ -123,6 +123,7 @@ fn reset(f: &mut Flow) {
     f.user = None;
     f.progress.login_name = None;
     f.progress.password_at = None;
+    f.progress.otp_at = None;
     f.progress.sso_session = None;
     f.progress.amr.clear();
     f.progress.email_code_sent = false;
@@ -258,14 +259,8 @@ pub async fn password(
         }
         return show(&state, &mut c, f, &headers, credentials, None).await;
     }
-    match u.state {
-        UserState::Active | UserState::Initial => {}
-        UserState::Locked => {
-            return show(&state, &mut c, f, &headers, Some(t.err_locked.to_string()), None).await;
-        }
-        _ => {
-            return show(&state, &mut c, f, &headers, Some(t.err_inactive.to_string()), None).await;
-        }
+    if let Some(msg) = not_signing_in(t, &u) {
+        return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
     }
     if u.human().is_some_and(|h| h.failed_password_attempts > 0)
         && let Err(e) = user::password_ok(&mut c, &u.user_id).await
@@ -444,7 +439,8 @@ pub async fn change_password(
         Err(r) => return r,
     };
     let t = f.t;
-    let Some(u) = f.user.clone().filter(|_| f.progress.password_at.is_some()) else {
+    // Only as the step the flow is at: after every factor, when a change is required.
+    let Some(u) = f.user.clone().filter(|_| f.next_step(false) == Step::ChangePassword) else {
         return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
     };
     match check_new_password(&mut c, t, &u.org_id, &form.password, &form.password_repeat).await {
@@ -521,6 +517,12 @@ pub async fn resend(
         Err(r) => return r,
     };
     let purpose = if purpose == INIT { INIT } else { VERIFY };
+    // A code only for the step the flow is at: an initial password for a user who has none,
+    // a verification for an address the signed-in user has not verified.
+    let step = if purpose == INIT { Step::InitPassword } else { Step::VerifyEmail };
+    if f.next_step(false) != step {
+        return fail(f.t, &headers, StatusCode::BAD_REQUEST, f.t.err_form);
+    }
     if let Err(e) = send_code(&state, &mut c, &f, purpose).await {
         return store_fail(f.t, &headers, e);
     }
@@ -559,9 +561,12 @@ pub async fn init_password(
         Err(r) => return r,
     };
     let t = f.t;
-    let Some(u) = f.user.clone() else {
+    let Some(u) = f.user.clone().filter(|_| f.next_step(false) == Step::InitPassword) else {
         return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
     };
+    if let Some(msg) = not_signing_in(t, &u) {
+        return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
+    }
     match check_new_password(&mut c, t, &u.org_id, &form.password, &form.password_repeat).await {
         Ok(Ok(())) => {}
         Ok(Err(msg)) => return show(&state, &mut c, f, &headers, Some(msg), None).await,
@@ -603,6 +608,9 @@ pub async fn totp(State(state): State<AppState>, Path(id): Path<String>, headers
     let (Some(u), Some(_)) = (f.user.clone(), f.progress.password_at) else {
         return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
     };
+    if let Some(msg) = not_signing_in(t, &u) {
+        return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
+    }
     let Some(secret) = u.human().and_then(|h| h.otp_secret.as_ref()).and_then(|s| state.open_otp(&u.user_id, s)) else {
         return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
     };

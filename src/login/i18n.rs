@@ -282,11 +282,16 @@ pub fn choose(ui_locales: &[String], headers: &HeaderMap) -> &'static Texts {
             .filter_map(|part| {
                 let mut it = part.trim().split(';');
                 let tag = it.next()?.trim();
-                let q = it.find_map(|p| p.trim().strip_prefix("q=")).and_then(|q| q.parse::<f32>().ok()).unwrap_or(1.0);
+                // A weight that is no number, or 0 ("not acceptable"), drops the entry.
+                let q = match it.find_map(|p| p.trim().strip_prefix("q=")) {
+                    None => 1.0,
+                    Some(q) => q.parse::<f32>().ok().filter(|q| q.is_finite() && *q > 0.0)?,
+                };
                 Some((q, tag))
             })
             .collect();
-        langs.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+        // total_cmp: a total order even for q=NaN (sort_by may panic on a comparator that is not).
+        langs.sort_by(|a, b| b.0.total_cmp(&a.0));
         for (_, tag) in langs {
             if let Some(t) = by_tag(tag) {
                 return t;
@@ -322,5 +327,16 @@ mod tests {
         assert_eq!(choose(&[], &h).lang, "de");
         assert_eq!(choose(&["en-GB".into()], &h).lang, "en", "ui_locales wins");
         assert_eq!(choose(&["xx".into(), "de-CH".into()], &HeaderMap::new()).lang, "de");
+    }
+
+    #[test]
+    fn odd_weights_neither_panic_nor_win() {
+        // Over 20 entries (where the standard sort may detect a comparator that is no order)
+        // with weights that are not numbers.
+        let mut v: Vec<String> = (0..30).map(|i| format!("x{i};q=NaN, y{i};q=0.{}", i % 10)).collect();
+        v.extend(["en;q=NaN".into(), "en;q=inf".into(), "en;q=0".into(), "de;q=0.95".into()]);
+        let mut h = HeaderMap::new();
+        h.insert(ACCEPT_LANGUAGE, HeaderValue::from_str(&v.join(", ")).unwrap());
+        assert_eq!(choose(&[], &h).lang, "de");
     }
 }

@@ -296,3 +296,80 @@ on_both!(totp_enrolment_page, |srv| {
     let next = b2.sign_in(&id.unwrap(), &page, "alice", "Wonder-land1").await;
     assert!(next.html.contains("/totp"));
 });
+
+/// A browser at the login page of a new code request of a new app; returns the request id and
+/// the page.
+async fn login_page(srv: &TestServer, b: &Browser) -> (String, crate::browser::Page) {
+    let (client_id, _, _) = oidc_app(srv, json!({"name": format!("a{}", latch::id::new_id())})).await;
+    let (_, challenge) = pkce();
+    let (id, page) = b
+        .authorize(&[
+            ("client_id", &client_id),
+            ("redirect_uri", CB),
+            ("response_type", "code"),
+            ("scope", "openid"),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+        ])
+        .await;
+    (id.unwrap(), page)
+}
+
+fn totp_now(srv: &TestServer, secret: &str) -> String {
+    let now = latch::clock::Clock::now(&*srv.clock);
+    latch::crypto::totp::code_at(secret, now / 30).unwrap()
+}
+
+on_both!(a_second_factor_counts_for_its_own_user_only, |srv| {
+    // A's e-mail is not verified: after password and code the flow stops at the verification.
+    let mut a = record("otp-a", Some(KEYCLOAK_ARGON2), false);
+    a["otpCode"] = json!("JBSWY3DPEHPK3PXP");
+    srv.post("/management/v1/users/human/_import", a).await.ok();
+    let mut b = record("otp-b", Some(KEYCLOAK_ARGON2), true);
+    b["otpCode"] = json!("KRSXG5CTMVRXEZLU");
+    srv.post("/management/v1/users/human/_import", b).await.ok();
+    let br = Browser::new(srv);
+    let (id, page) = login_page(srv, &br).await;
+    let totp_page = br.sign_in(&id, &page, "otp-a", "secret").await;
+    // A password change is not a step before the second factor.
+    let change = [
+        ("csrf", totp_page.csrf()),
+        ("password", "New-Passw0rd!1".into()),
+        ("password_repeat", "New-Passw0rd!1".into()),
+    ];
+    let pairs: Vec<(&str, &str)> = change.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_eq!(br.post(&format!("/ui/login/{id}/change_password"), &pairs).await.status, 400);
+    let code = totp_now(srv, "JBSWY3DPEHPK3PXP");
+    let verify = br.post(&format!("/ui/login/{id}/totp"), &[("csrf", &totp_page.csrf()), ("code", &code)]).await;
+    assert_eq!(verify.status, 200, "{}", verify.html);
+    assert!(verify.html.contains("/verify_email"), "{}", verify.html);
+    // Another account in the same request: A's second factor does not count for B.
+    let switched = br.sign_in(&id, &verify, "otp-b", "secret").await;
+    assert_eq!(switched.status, 200, "{}", switched.html);
+    assert!(switched.html.contains("/totp"), "B's code is asked: {}", switched.html);
+    assert_eq!(srv.count("session").await, 0, "no session without B's second factor");
+    let code = totp_now(srv, "KRSXG5CTMVRXEZLU");
+    let done = br.post(&format!("/ui/login/{id}/totp"), &[("csrf", &switched.csrf()), ("code", &code)]).await;
+    assert_eq!(done.status, 303, "{}", done.html);
+});
+
+on_both!(a_user_locked_by_wrong_codes_signs_in_no_further, |srv| {
+    srv.put("/admin/v1/policies/password/lockout", json!({"maxOtpAttempts": 2})).await.ok();
+    let mut r = record("otp-lock", Some(KEYCLOAK_ARGON2), true);
+    r["otpCode"] = json!("JBSWY3DPEHPK3PXP");
+    srv.post("/management/v1/users/human/_import", r).await.ok();
+    let br = Browser::new(srv);
+    let (id, page) = login_page(srv, &br).await;
+    let totp_page = br.sign_in(&id, &page, "otp-lock", "secret").await;
+    let csrf = totp_page.csrf();
+    for _ in 0..2 {
+        br.post(&format!("/ui/login/{id}/totp"), &[("csrf", &csrf), ("code", "000000")]).await;
+    }
+    // Locked now: the right code no longer signs in.
+    let code = totp_now(srv, "JBSWY3DPEHPK3PXP");
+    let r = br.post(&format!("/ui/login/{id}/totp"), &[("csrf", &csrf), ("code", &code)]).await;
+    assert_ne!(r.status, 303, "{}", r.html);
+    assert!(r.html.contains("locked"), "{}", r.html);
+    assert_eq!(srv.count("session").await, 0);
+    assert_eq!(srv.count("auth_code").await, 0);
+});
