@@ -13,6 +13,8 @@ use crate::store::key::PublicKey;
 pub const SKEW: i64 = 60;
 /// How old an assertion may be (by `iat`).
 pub const MAX_AGE: i64 = 3600;
+/// The longest `jti` accepted.
+pub const MAX_JTI: usize = 256;
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct AssertionClaims {
@@ -89,6 +91,11 @@ pub fn verify(token: &str, keys: &[PublicKey], audiences: &[&str], now: i64) -> 
     }
     if c.iss != c.sub {
         return Err("iss and sub of the assertion differ".into());
+    }
+    // The jti is remembered in an indexed column: a bounded one (PostgreSQL refuses index
+    // entries over about 2.7 KB).
+    if c.jti.as_ref().is_some_and(|j| j.len() > MAX_JTI) {
+        return Err(format!("the assertion's jti is longer than {MAX_JTI} bytes"));
     }
     Ok(c)
 }

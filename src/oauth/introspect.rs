@@ -41,7 +41,8 @@ fn unauthorized(mut e: OAuthError) -> OAuthError {
 
 async fn introspect(state: &AppState, headers: &HeaderMap, body: &[u8]) -> OAuthResult<Value> {
     let form = Form::parse(headers, body)?;
-    let presented = client_auth::presented(headers, &form)?
+    let presented = client_auth::presented(headers, &form)
+        .map_err(unauthorized)?
         .ok_or_else(|| unauthorized(OAuthError::invalid_client("client authentication is required")))?;
     let token = form.require("token")?;
     let now = state.clock.now();

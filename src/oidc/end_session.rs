@@ -66,7 +66,7 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
     // The hint identifies the client and the subject; an expired hint still does, a forged
     // one is refused.
     let hint = match hint {
-        Some(h) => match state.tokens.verify::<HintClaims>(h) {
+        Some(h) => match state.tokens.verify_id_token::<HintClaims>(h) {
             Some(c) => Some(c),
             None => return bad("the id_token_hint is not an ID token of this issuer"),
         },
@@ -135,21 +135,47 @@ pub async fn end_sessions(
     user_id: Option<&str>,
 ) -> crate::store::Result<usize> {
     let now = state.clock.now();
-    let ended = session::end(c, ua_key, user_id).await?;
-    if ended.is_empty() {
+    // The sessions' tokens are revoked before the sessions are deleted: a failure part-way
+    // leaves the sessions in place, so that the logout can be repeated.
+    let before: Vec<String> = session::of_browser(c, ua_key, i64::MIN)
+        .await?
+        .into_iter()
+        .filter(|s| user_id.is_none_or(|u| s.user_id == u))
+        .map(|s| s.session_id)
+        .collect();
+    if before.is_empty() {
         return Ok(0);
     }
     let keep = issue::lifetimes(state, c).await.map(|l| l.longest_signed_token()).unwrap_or(86_400) + 60;
+    revoke_sessions(state, c, &before, now, now + keep).await?;
+    let ended = session::end(c, ua_key, user_id).await?;
+    // A session signed in between the read and the deletion (another tab) is revoked too.
+    let late: Vec<String> = ended.iter().map(|s| s.session_id.clone()).filter(|id| !before.contains(id)).collect();
+    revoke_sessions(state, c, &late, now, now + keep).await?;
     let ids: Vec<String> = ended.iter().map(|s| s.session_id.clone()).collect();
-    for sid in &ids {
-        state.revocations.revoke(c, &revocation::session_key(sid), now, now + keep).await?;
-    }
-    refresh::revoke_sessions(c, &ids, now).await?;
     if let Err(e) = super::backchannel::notify(state, c, &ended).await {
         tracing::warn!(error = %e, "back-channel logout notifications failed");
     }
     tracing::info!(sessions = ids.len(), "sessions ended");
     Ok(ids.len())
+}
+
+/// Revokes the tokens of sessions `ids`: their access and ID tokens until `until`, their
+/// refresh tokens for good.
+async fn revoke_sessions(
+    state: &AppState,
+    c: &mut Conn,
+    ids: &[String],
+    now: i64,
+    until: i64,
+) -> crate::store::Result<()> {
+    for sid in ids {
+        state.revocations.revoke(c, &revocation::session_key(sid), now, until).await?;
+    }
+    if !ids.is_empty() {
+        refresh::revoke_sessions(c, ids, now).await?;
+    }
+    Ok(())
 }
 
 fn respond(t: &Texts, target: Option<String>, st: Option<&str>) -> Response {

@@ -51,18 +51,6 @@ pub async fn get(c: &mut Conn, token_hash: &[u8]) -> Result<Option<RefreshRow>> 
         .await?)
 }
 
-/// Marks a token used, atomically: of two concurrent uses exactly one succeeds.
-pub async fn rotate(c: &mut Conn, token_hash: &[u8], now: i64) -> Result<bool> {
-    let r = sqlx::query(
-        "UPDATE refresh_token SET rotated_at = $1 WHERE token_hash = $2 AND rotated_at IS NULL AND revoked_at IS NULL",
-    )
-    .bind(now)
-    .bind(token_hash.to_vec())
-    .execute(&mut *c)
-    .await?;
-    Ok(r.rows_affected() == 1)
-}
-
 /// Rotates a live, unexpired token of `client_id` and stores its successor `new_hash` (same
 /// grant, session, data and absolute expiry; idle expiry `idle` seconds from now), atomically;
 /// returns the successor, or `None` when there is no such live token (the caller reads it to

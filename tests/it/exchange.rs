@@ -123,3 +123,70 @@ on_both!(token_exchange, |srv| {
     .await
     .err(400, "unauthorized_client");
 });
+
+on_both!(only_live_id_tokens_pass_as_id_tokens, |srv| {
+    const ID: &str = "urn:ietf:params:oauth:token-type:id_token";
+    human(srv, "alice", "Wonder-land1").await;
+    let te_app = json!({"accessTokenType": "OIDC_TOKEN_TYPE_JWT", "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
+    let (client_id, secret, _) = oidc_app(srv, te_app).await;
+    let secret = secret.unwrap();
+    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let (access, id_token) =
+        (t.ok()["access_token"].as_str().unwrap().to_string(), t.body["id_token"].as_str().unwrap().to_string());
+    let exchange = |subject: String| {
+        let (cid, sec) = (client_id.clone(), secret.clone());
+        async move {
+            let form = [("grant_type", TE), ("subject_token", &subject), ("subject_token_type", ID)];
+            token(srv, Some((&cid, &sec)), &form).await
+        }
+    };
+    // A JWT access token (typ at+jwt) is not an ID token, though latch signed it.
+    assert_eq!(claims(&access)["sub"], claims(&id_token)["sub"]);
+    exchange(access.clone()).await.err(400, "invalid_grant");
+    exchange(id_token.clone()).await.ok();
+    // Once the session has ended, its ID token is exchanged no more.
+    let out = b.get(&format!("/oidc/v1/end_session?id_token_hint={id_token}")).await;
+    assert!(out.status == 303 || out.status == 200, "{}", out.status);
+    exchange(id_token).await.err(400, "invalid_grant");
+});
+
+on_both!(a_refreshed_impersonation_keeps_its_actor, |srv| {
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    let bob = human(srv, "bob", "Builder-b0b!").await;
+    let te_app = json!({"accessTokenType": "OIDC_TOKEN_TYPE_JWT", "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
+    let (client_id, secret, _) = oidc_app(srv, te_app).await;
+    let secret = secret.unwrap();
+    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
+    srv.put("/admin/v1/policies/security", json!({"enableImpersonation": true})).await.ok();
+    srv.post("/management/v1/orgs/me/members", json!({"userId": alice, "roles": ["ORG_END_USER_IMPERSONATOR"]}))
+        .await
+        .ok();
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let actor = t.ok()["access_token"].as_str().unwrap().to_string();
+    let r = token(
+        srv,
+        Some((&client_id, &secret)),
+        &[
+            ("grant_type", TE),
+            ("subject_token", &bob),
+            ("subject_token_type", "urn:service:params:oauth:token-type:user_id"),
+            ("actor_token", &actor),
+            ("actor_token_type", AT),
+            ("requested_token_type", "urn:ietf:params:oauth:token-type:jwt"),
+        ],
+    )
+    .await;
+    let refresh = r.ok()["refresh_token"].as_str().expect("offline_access gives a refresh token").to_string();
+    assert_eq!(claims(r.body["access_token"].as_str().unwrap())["act"]["sub"], alice.as_str());
+    let r =
+        token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", &refresh)]).await;
+    let c = claims(r.ok()["access_token"].as_str().unwrap());
+    assert_eq!(c["sub"], bob.as_str());
+    assert_eq!(c["act"]["sub"], alice.as_str(), "the refreshed token still names its actor: {c}");
+    assert_eq!(claims(r.body["id_token"].as_str().unwrap())["act"]["sub"], alice.as_str());
+});

@@ -148,6 +148,14 @@ on_both!(introspection, |srv| {
     assert_eq!((s, b["error"].as_str()), (401, Some("invalid_client")), "client_secret_post is not accepted here");
     let (s, _, b) = form(srv, "/oauth/v2/introspect", None, &[("token", at)]).await;
     assert_eq!((s, b["error"].as_str()), (401, Some("invalid_client")));
+    // A client assertion that is no JWT fails the client's authentication too.
+    let garbage = [
+        ("token", at),
+        ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+        ("client_assertion", "garbage"),
+    ];
+    let (s, _, b) = form(srv, "/oauth/v2/introspect", None, &garbage).await;
+    assert_eq!((s, b["error"].as_str()), (401, Some("invalid_client")), "{b}");
     let (s, _, b) = form(srv, "/oauth/v2/introspect", Some((&rs, &rs_secret)), &[]).await;
     assert_eq!((s, b["error"].as_str()), (400, Some("invalid_request")));
     // A personal access token is introspectable by any resource server.

@@ -498,6 +498,8 @@ on_both!(client_credentials_for_machine_users, |srv| {
     token(srv, Some((&app_client, app_secret.as_deref().unwrap())), &[("grant_type", "client_credentials")])
         .await
         .err(400, "unauthorized_client");
+    // Only an application that authenticated learns that: a wrong secret fails as any would.
+    token(srv, Some((&app_client, "wrong")), &[("grant_type", "client_credentials")]).await.err(401, "invalid_client");
     srv.post(&format!("/management/v1/users/{robot}/_deactivate"), json!({})).await.ok();
     token(srv, Some(("robot", &secret)), &[("grant_type", "client_credentials")]).await.err(401, "invalid_client");
 });
@@ -568,6 +570,10 @@ on_both!(jwt_bearer_grant, |srv| {
     let mut c = good.clone();
     c["jti"] = json!("j-6");
     bad_cases.push(sign("unknown-kid", &key, &c));
+    // A jti too long to remember (PostgreSQL refuses index entries of this size).
+    let mut c = good.clone();
+    c["jti"] = json!("j".repeat(3000));
+    bad_cases.push(sign(&kid, &key, &c));
     // alg none, HS256 keyed with the public key, a tampered payload.
     let none = format!(
         "{}.{}.",

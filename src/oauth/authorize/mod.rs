@@ -276,7 +276,12 @@ impl IssuedCode {
             amr: s.amr.clone(),
         };
         let refresh_data = scopes.has("offline_access").then(|| {
-            to_json(&RefreshData { scopes: scopes.0.clone(), auth_time: Some(s.auth_time), amr: s.amr.clone() })
+            to_json(&RefreshData {
+                scopes: scopes.0.clone(),
+                auth_time: Some(s.auth_time),
+                amr: s.amr.clone(),
+                act: None,
+            })
         });
         let value = secret::new_secret();
         IssuedCode {

@@ -187,7 +187,7 @@ pub async fn check(
         .await
         .map_err(|e| Rejection::Page(PageError::Unavailable(e.to_string())))?
         .ok_or(Rejection::Page(PageError::ClientUnknown))?;
-    let params = check_for_client(client_id, &client, raw, &|hint| tokens.verify(hint))?;
+    let params = check_for_client(client_id, &client, raw, &|hint| tokens.verify_id_token(hint))?;
     Ok((params, client))
 }
 

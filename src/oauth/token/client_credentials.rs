@@ -27,6 +27,10 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     let mut c = state.db.lazy();
     let Some(u) = state.cache.user_by_name(&mut c, &p.client_id).await?.filter(|u| u.machine().is_some()) else {
         if state.cache.app(&mut c, &p.client_id).await?.is_some() {
+            // Only an application that authenticated learns that this grant is not for it.
+            let auds = super::assertion_audiences(state);
+            let methods = [Method::Basic, Method::Post];
+            client_auth::any_app(&state.cache, &mut c, &p, &methods, &[&auds[0], &auds[1]], state.clock.now()).await?;
             return Err(OAuthError::unauthorized_client("the client_credentials grant is for machine users"));
         }
         // Spend the time of a comparison so unknown names answer like wrong secrets.

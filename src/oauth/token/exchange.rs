@@ -23,7 +23,7 @@ use crate::oauth::form::Form;
 use crate::oauth::issue::{self, Grant};
 use crate::oauth::scope::Scopes;
 use crate::store::user::User;
-use crate::store::{Conn, key, member, setting, user};
+use crate::store::{Conn, key, member, revocation, setting, user};
 
 pub const ACCESS_TOKEN: &str = "urn:ietf:params:oauth:token-type:access_token";
 pub const REFRESH_TOKEN: &str = "urn:ietf:params:oauth:token-type:refresh_token";
@@ -45,8 +45,11 @@ struct Party {
 
 #[derive(Deserialize)]
 struct IdClaims {
+    iss: String,
     sub: String,
     exp: i64,
+    #[serde(default)]
+    sid: Option<String>,
     #[serde(default)]
     aud: Value,
     #[serde(default)]
@@ -89,14 +92,23 @@ async fn token_party(state: &AppState, c: &mut Conn, token: &str, kind: &str, ro
             })
         }
         ID_TOKEN => {
-            let claims: IdClaims = state
-                .tokens
-                .verify(token)
-                .ok_or_else(|| OAuthError::invalid_grant(format!("the {role} token is not an ID token of latch")))?;
+            let claims: IdClaims =
+                state.tokens.verify_id_token(token).filter(|c: &IdClaims| c.iss == state.settings.issuer).ok_or_else(
+                    || OAuthError::invalid_grant(format!("the {role} token is not an ID token of latch")),
+                )?;
             if claims.exp <= state.clock.now() {
                 return Err(OAuthError::invalid_grant(format!("the {role} token has expired")));
             }
-            let user = active_user(c, &claims.sub).await?;
+            // An ID token of a session that has ended (logout) counts no more, as the session's
+            // access tokens do not.
+            let keys: Vec<String> = claims.sid.iter().map(|sid| revocation::session_key(sid)).collect();
+            let user = match user::get_checking_revocation(c, &claims.sub, &keys).await? {
+                Some((u, false)) if u.state == UserState::Active => u,
+                Some((_, true)) => {
+                    return Err(OAuthError::invalid_grant(format!("the {role} token's session has ended")));
+                }
+                _ => return Err(OAuthError::invalid_grant("the token's user is not active")),
+            };
             Ok(Party {
                 user,
                 audience: audience_of(&claims.aud),

@@ -45,6 +45,10 @@ pub struct RefreshData {
     pub scopes: Vec<String>,
     pub auth_time: Option<i64>,
     pub amr: Vec<String>,
+    /// The acting party of a token exchange (impersonation, delegation): every token the
+    /// refresh token gives carries it again (RFC 8693 4.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act: Option<serde_json::Value>,
 }
 
 pub async fn handler(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
@@ -113,7 +117,12 @@ pub async fn issue_tokens(
             let now = state.clock.now();
             let token = secret::new_secret();
             let absolute = plan.expires_at.unwrap_or(now + life.refresh_token_expiration);
-            let data = RefreshData { scopes: plan.original_scopes.clone(), auth_time: g.auth_time, amr: g.amr.clone() };
+            let data = RefreshData {
+                scopes: plan.original_scopes.clone(),
+                auth_time: g.auth_time,
+                amr: g.amr.clone(),
+                act: g.act.clone(),
+            };
             refresh_store::insert(
                 c.conn().await?,
                 &RefreshRow {

@@ -95,7 +95,18 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     }
     let subject =
         subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
-    if !was_rotated_here && !refresh::rotate(&mut c, &hash, now).await? {
+    // A narrower scope was checked before anything was written (an invalid_scope leaves the
+    // token usable); now the token is rotated and its successor stored, atomically as above,
+    // so that a reuse of the token revokes the successor with the rest of the chain.
+    let rotated = match was_rotated_here {
+        true => true,
+        false => {
+            let idle = issue::lifetimes(state, &mut c).await?.refresh_token_idle_expiration;
+            let next = secret::digest(&successor);
+            refresh::rotate_live(&mut c, &hash, &client.app.client_id, &next, now, idle).await?.is_some()
+        }
+    };
+    if !rotated {
         // Another request rotated it a moment ago: treat as reuse.
         revoke_grant(state, &mut c, &row.grant_id).await?;
         return Err(OAuthError::invalid_grant("the refresh token was used before; its chain is revoked"));
@@ -112,13 +123,13 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         grant_id: Some(row.grant_id.clone()),
         // A refreshed ID token carries no nonce.
         nonce: None,
-        act: None,
+        act: data.act.clone(),
     };
     let plan = RefreshPlan {
         grant_id: row.grant_id.clone(),
         original_scopes: data.scopes,
         expires_at: Some(row.expires_at),
-        stored: was_rotated_here.then_some(successor),
+        stored: Some(successor),
     };
     issue_tokens(state, c, &g, shape(&client), Some(plan)).await
 }
