@@ -43,6 +43,18 @@ impl Bucket {
         if t.bucket.trim().is_empty() || t.bucket.len() > 222 {
             return Err(ApiError::invalid(format!("invalid {field}.bucket: a bucket name is required")));
         }
+        // Google's bucket names: lower-case letters, digits, '-', '_' and '.', starting and
+        // ending with a letter or digit. Anything else never reaches the request's path.
+        let name = t.bucket.trim();
+        let edge_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        if name.len() < 3
+            || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'))
+            || !edge_ok(name.chars().next())
+            || !edge_ok(name.chars().last())
+            || name.contains("..")
+        {
+            return Err(ApiError::invalid(format!("invalid {field}.bucket: '{name}' is not a bucket name")));
+        }
         if t.path.trim().is_empty() || t.path.len() > 1024 {
             return Err(ApiError::invalid(format!("invalid {field}.path: an object path is required")));
         }

@@ -37,7 +37,15 @@ pub async fn generated_domain(state: &AppState, c: &mut Conn, org_id: &str, name
     let host = state.settings.external_host();
     let base = format!("{}.{host}", slug(name));
     Ok(if org::get_domain(c, &base).await?.is_some() {
-        format!("{}-{}.{host}", slug(name), &org_id[org_id.len().saturating_sub(6)..])
+        // The end of the id as a label: its last six letters and digits, in lower case (an
+        // imported id may hold any characters).
+        let mut tail: Vec<char> =
+            org_id.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect();
+        if tail.is_empty() {
+            tail = crate::id::new_id().chars().collect();
+        }
+        let tail: String = tail[tail.len().saturating_sub(6)..].iter().collect();
+        format!("{}-{tail}.{host}", slug(name))
     } else {
         base
     })

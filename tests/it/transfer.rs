@@ -393,11 +393,16 @@ on_both!(bad_requests_get_clear_errors, |srv| {
     );
     assert!(bad(&json!({"data_orgsv1": "{\"orgs\":[]}", "timeout": "0s"}).to_string()).await.contains("timeout"));
     assert!(bad(&json!({"data_orgs_local": {"path": "/etc/passwd"}}).to_string()).await.contains("not sources"));
-    let gcs =
-        |sa: &str| json!({"data_orgsv1_gcs": {"bucket": "b", "path": "p.json", "serviceaccount_json": sa}}).to_string();
+    let gcs = |sa: &str| {
+        json!({"data_orgsv1_gcs": {"bucket": "bkt", "path": "p.json", "serviceaccount_json": sa}}).to_string()
+    };
     assert!(bad(&gcs("%%%")).await.contains("not base64"));
     assert!(bad(&gcs("aGVsbG8gd29ybGQ=")).await.contains("not a service-account key file"));
     assert!(bad(&gcs("")).await.contains("credentials are required"));
+    for bucket in ["../x", "b", "Upper", "a?b", "-ab", "a..b"] {
+        let body = json!({"data_orgsv1_gcs": {"bucket": bucket, "path": "p.json", "serviceaccount_json": ""}});
+        assert!(bad(&body.to_string()).await.contains("is not a bucket name"), "{bucket}");
+    }
     // Export: bad durations, unknown organizations, no output.
     srv.post("/admin/v1/export", json!({"responseOutput": true, "timeout": "1x"})).await.err(400, 3);
     srv.post("/admin/v1/export", json!({})).await.err(400, 3);
@@ -649,10 +654,24 @@ async fn the_timeout_bounds_the_call() {
     });
     let srv = TestServer::start_with(Backend::Sqlite, |c| c.gcs.emulator_host = Some(silent)).await;
     let before = counts(&srv).await;
-    let r = srv.post("/admin/v1/import", json!({"data_orgsv1_gcs": gcs_target("b", "x.json"), "timeout": "1s"})).await;
+    let r =
+        srv.post("/admin/v1/import", json!({"data_orgsv1_gcs": gcs_target("bkt", "x.json"), "timeout": "1s"})).await;
     assert!(r.err(504, 4).contains("no organization was imported"), "{}", r.text);
-    let r = srv.post("/admin/v1/export", json!({"gcs_output": gcs_target("b", "x.json"), "timeout": "1s"})).await;
+    let r = srv.post("/admin/v1/export", json!({"gcs_output": gcs_target("bkt", "x.json"), "timeout": "1s"})).await;
     r.err(504, 4);
     assert_eq!(counts(&srv).await, before);
     srv.stop().await;
 }
+
+on_both!(imported_org_ids_of_any_characters_get_a_domain, |srv| {
+    // Both names make the slug "org": the second organization's domain takes the end of its id,
+    // here multi-byte characters.
+    let orgs = json!({"orgs": [
+        {"orgId": "a", "org": {"name": "Ωμέγα"}},
+        {"orgId": "€€€a", "org": {"name": "Δέλτα"}},
+        {"orgId": "€€€€", "org": {"name": "Σίγμα"}}
+    ]});
+    let report = import(srv, json!({"dataOrgs": orgs, "timeout": "1m"})).await;
+    assert_eq!(report["errors"], json!([]), "{report}");
+    assert_eq!(report["success"]["orgs"].as_array().unwrap().len(), 3, "{report}");
+});

@@ -49,15 +49,29 @@ impl Phc<'_> {
     }
 }
 
+/// A PHC parameter: [`bounded`], and written without leading zeros, as the PHC string format
+/// requires and as the verifier reads it (`m=019456` would be stored and then never match).
+fn decimal<T: TryFrom<u64>>(
+    format: &'static str,
+    param: &'static str,
+    text: &str,
+    range: RangeInclusive<u64>,
+) -> Result<T, HashError> {
+    if text.len() > 1 && text.starts_with('0') {
+        return Err(malformed(format, format!("{param} has a leading zero")));
+    }
+    bounded(format, param, text, range)
+}
+
 pub(super) fn argon2(hash: &str, algorithm: Algorithm) -> Result<Phc<'_>, HashError> {
     let name = algorithm.name();
     let parsed = PasswordHash::new(hash).map_err(|e| malformed(name, e.to_string()))?;
     let version = parsed.version.ok_or_else(|| malformed(name, "missing version (v=19 or v=16)"))?;
     Version::try_from(version).map_err(|_| malformed(name, format!("unknown version {version}")))?;
     let [m, t, p] = required_params(&parsed, name, ["m", "t", "p"])?;
-    let m = bounded(name, "memory (KiB)", m, ARGON2_MEMORY_KIB)?;
-    let t = bounded(name, "time (passes)", t, ARGON2_TIME)?;
-    let p = bounded(name, "parallelism", p, ARGON2_LANES)?;
+    let m = decimal(name, "memory (KiB)", m, ARGON2_MEMORY_KIB)?;
+    let t = decimal(name, "time (passes)", t, ARGON2_TIME)?;
+    let p = decimal(name, "parallelism", p, ARGON2_LANES)?;
     if salt_len(&parsed, name)? < ARGON2_MIN_SALT {
         return Err(malformed(name, "salt shorter than 8 bytes"));
     }
@@ -73,9 +87,9 @@ pub(super) fn scrypt(hash: &str) -> Result<Phc<'_>, HashError> {
         return Err(malformed(name, "scrypt hashes carry no version"));
     }
     let [ln, r, p] = required_params(&parsed, name, ["ln", "r", "p"])?;
-    let ln: u8 = bounded(name, "ln", ln, SCRYPT_LOG_N)?;
-    let r: u32 = bounded(name, "r", r, SCRYPT_R)?;
-    let p: u32 = bounded(name, "p", p, SCRYPT_P)?;
+    let ln: u8 = decimal(name, "ln", ln, SCRYPT_LOG_N)?;
+    let r: u32 = decimal(name, "r", r, SCRYPT_R)?;
+    let p: u32 = decimal(name, "p", p, SCRYPT_P)?;
     let cost = (128 * u64::from(r) * u64::from(p)) << ln;
     if !SCRYPT_COST_BYTES.contains(&cost) {
         let (param, value) = ("cost 128·r·p·2^ln (bytes)", cost.to_string());

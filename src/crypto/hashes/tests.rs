@@ -261,6 +261,10 @@ fn malformed_and_out_of_bounds_hashes_are_refused() {
         format!("$argon2id$v=19$m=7168,t=5,p=1,keyid=AAAA${argon}"),
         format!("$argon2id$v=19$m=7168,t=5,p=1,m=7168${argon}"),
         format!("$argon2id$v=19$m=7,t=5,p=1${argon}"),
+        // leading zeros: the verifier would never match them
+        format!("$argon2id$v=19$m=07168,t=5,p=1${argon}"),
+        format!("$argon2id$v=19$m=7168,t=05,p=1${argon}"),
+        format!("$scrypt$ln=014,r=8,p=1${scrypt}"),
         format!("$argon2id$v=19$m=16,t=5,p=4${argon}"),
         format!("$argon2id$v=19$m=99999999999999999999,t=5,p=1${argon}"),
         format!("$argon2id$v=19$m=7168,t=0,p=1${argon}"),
