@@ -5,7 +5,7 @@ use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
 
 use crate::api::error::ApiResult;
-use crate::api::types::{Details, ListDetails, ListQuery, ListResponse};
+use crate::api::types::{Details, ListDetails, ListQuery, ListResponse, SearchBudget};
 use crate::api::{ApiError, ApiJson, Caller};
 use crate::app::AppState;
 use crate::domain::enums::{OrgFieldName, OrgState, TextQueryMethod};
@@ -126,19 +126,20 @@ pub struct OrgSearchQuery {
 }
 
 impl OrgSearchQuery {
-    fn convert(&self) -> ApiResult<OrgQuery> {
+    fn convert(&self, b: &mut SearchBudget) -> ApiResult<OrgQuery> {
+        b.term()?;
         let mut found = Vec::new();
         if let Some(q) = &self.name_query {
-            found.push(OrgQuery::Name(q.name.clone(), q.method));
+            found.push(OrgQuery::Name(b.text(&q.name)?, q.method));
         }
         if let Some(q) = &self.domain_query {
-            found.push(OrgQuery::Domain(q.domain.clone(), q.method));
+            found.push(OrgQuery::Domain(b.text(&q.domain)?, q.method));
         }
         if let Some(q) = &self.state_query {
             found.push(OrgQuery::State(q.state));
         }
         if let Some(q) = &self.id_query {
-            found.push(OrgQuery::Id(q.id.clone()));
+            found.push(OrgQuery::Id(b.text(&q.id)?));
         }
         if found.len() != 1 {
             return Err(ApiError::invalid(
@@ -165,7 +166,8 @@ pub async fn search(
 ) -> ApiResult<Json<ListResponse<OrgView>>> {
     caller.require(Permission::IamRead)?;
     let page = req.query.page()?;
-    let queries = req.queries.iter().map(OrgSearchQuery::convert).collect::<ApiResult<Vec<_>>>()?;
+    let mut budget = SearchBudget::new("ListOrgsRequest");
+    let queries = req.queries.iter().map(|q| q.convert(&mut budget)).collect::<ApiResult<Vec<_>>>()?;
     let mut c = state.db.conn().await?;
     let (orgs, total) = org::search(&mut c, &queries, req.sorting_column == OrgFieldName::Name, page).await?;
     Ok(Json(ListResponse {

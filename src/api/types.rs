@@ -124,6 +124,64 @@ impl<'de> Deserialize<'de> for ListQuery {
     }
 }
 
+/// Bounds on the filters of one `_search` call, so that each becomes SQL both stores run:
+/// SQLite refuses expressions over 1,000 levels deep, over 32,766 variables and LIKE patterns
+/// over 50,000 bytes, PostgreSQL statements over 65,535 parameters. Text values have the
+/// reference's 200 characters.
+pub struct SearchBudget {
+    what: &'static str,
+    terms: usize,
+    ids: usize,
+}
+
+impl SearchBudget {
+    /// Filters (each query of `queries`, nested ones included) in one request.
+    pub const MAX_TERMS: usize = 100;
+    /// Ids in the id lists of one request.
+    pub const MAX_IDS: usize = 1000;
+    /// Characters of one text value.
+    pub const MAX_TEXT: usize = 200;
+
+    /// `what` names the request in errors (`ListUsersRequest`).
+    pub fn new(what: &'static str) -> Self {
+        Self { what, terms: 0, ids: 0 }
+    }
+
+    /// Counts one filter.
+    pub fn term(&mut self) -> Result<(), ApiError> {
+        self.terms += 1;
+        if self.terms > Self::MAX_TERMS {
+            return Err(ApiError::invalid(format!(
+                "invalid {}.queries: more than {} queries",
+                self.what,
+                Self::MAX_TERMS
+            )));
+        }
+        Ok(())
+    }
+
+    /// Counts `n` ids of an id list.
+    pub fn ids(&mut self, n: usize) -> Result<(), ApiError> {
+        self.ids += n;
+        if self.ids > Self::MAX_IDS {
+            return Err(ApiError::invalid(format!("invalid {}.queries: more than {} ids", self.what, Self::MAX_IDS)));
+        }
+        Ok(())
+    }
+
+    /// A text value, if it is short enough.
+    pub fn text(&self, v: &str) -> Result<String, ApiError> {
+        if v.chars().count() > Self::MAX_TEXT {
+            return Err(ApiError::invalid(format!(
+                "invalid {}.queries: a value is longer than {} characters",
+                self.what,
+                Self::MAX_TEXT
+            )));
+        }
+        Ok(v.to_string())
+    }
+}
+
 /// Results per page when the request sets no limit, and the most a request may ask for.
 pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 1000;

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::views::{EmailView, UserView};
 use crate::api::error::ApiResult;
-use crate::api::types::{Details, DetailsResponse, ListDetails, ListQuery, ListResponse};
+use crate::api::types::{Details, DetailsResponse, ListDetails, ListQuery, ListResponse, SearchBudget};
 use crate::api::{ApiError, ApiJson, Caller};
 use crate::app::AppState;
 use crate::domain::enums::{Gender, TextQueryMethod, UserFieldName, UserState, UserType};
@@ -317,32 +317,32 @@ pub struct SearchQuery {
 const MAX_QUERY_DEPTH: usize = 5;
 
 impl SearchQuery {
-    fn convert(&self, depth: usize) -> ApiResult<UserQuery> {
+    fn convert(&self, depth: usize, b: &mut SearchBudget) -> ApiResult<UserQuery> {
         if depth > MAX_QUERY_DEPTH {
             return Err(ApiError::invalid("invalid ListUsersRequest.queries: nested too deeply"));
         }
+        b.term()?;
         let mut found = Vec::new();
-        let t = |q: &TextQuery| (q.value.clone(), q.method);
         if let Some(q) = &self.user_name_query {
-            found.push(UserQuery::UserName(t(q).0, t(q).1));
+            found.push(UserQuery::UserName(b.text(&q.value)?, q.method));
         }
         if let Some(q) = &self.first_name_query {
-            found.push(UserQuery::FirstName(q.value.clone(), q.method));
+            found.push(UserQuery::FirstName(b.text(&q.value)?, q.method));
         }
         if let Some(q) = &self.last_name_query {
-            found.push(UserQuery::LastName(q.value.clone(), q.method));
+            found.push(UserQuery::LastName(b.text(&q.value)?, q.method));
         }
         if let Some(q) = &self.nick_name_query {
-            found.push(UserQuery::NickName(q.value.clone(), q.method));
+            found.push(UserQuery::NickName(b.text(&q.value)?, q.method));
         }
         if let Some(q) = &self.display_name_query {
-            found.push(UserQuery::DisplayName(q.value.clone(), q.method));
+            found.push(UserQuery::DisplayName(b.text(&q.value)?, q.method));
         }
         if let Some(q) = &self.email_query {
-            found.push(UserQuery::Email(q.value.clone(), q.method));
+            found.push(UserQuery::Email(b.text(&q.value)?, q.method));
         }
         if let Some(q) = &self.login_name_query {
-            found.push(UserQuery::LoginName(q.value.clone(), q.method));
+            found.push(UserQuery::LoginName(b.text(&q.value)?, q.method));
         }
         if let Some(q) = &self.state_query {
             found.push(UserQuery::State(q.state));
@@ -351,20 +351,21 @@ impl SearchQuery {
             found.push(UserQuery::Type(q.kind));
         }
         if let Some(q) = &self.in_user_ids_query {
+            b.ids(q.user_ids.len())?;
             found.push(UserQuery::InUserIds(q.user_ids.clone()));
         }
         if let Some(q) = &self.or_query {
-            found.push(UserQuery::Or(q.queries.iter().map(|s| s.convert(depth + 1)).collect::<ApiResult<_>>()?));
+            found.push(UserQuery::Or(q.queries.iter().map(|s| s.convert(depth + 1, b)).collect::<ApiResult<_>>()?));
         }
         if let Some(q) = &self.and_query {
-            found.push(UserQuery::And(q.queries.iter().map(|s| s.convert(depth + 1)).collect::<ApiResult<_>>()?));
+            found.push(UserQuery::And(q.queries.iter().map(|s| s.convert(depth + 1, b)).collect::<ApiResult<_>>()?));
         }
         if let Some(q) = &self.not_query {
             let inner = q
                 .query
                 .as_ref()
                 .ok_or_else(|| ApiError::invalid("invalid ListUsersRequest.notQuery: query is required"))?;
-            found.push(UserQuery::Not(Box::new(inner.convert(depth + 1)?)));
+            found.push(UserQuery::Not(Box::new(inner.convert(depth + 1, b)?)));
         }
         match found.len() {
             1 => Ok(found.remove(0)),
@@ -390,7 +391,8 @@ pub async fn list(
 ) -> ApiResult<Json<ListResponse<UserView>>> {
     caller.require(Permission::UserRead)?;
     let page = req.query.page()?;
-    let queries = req.queries.iter().map(|q| q.convert(0)).collect::<ApiResult<Vec<_>>>()?;
+    let mut budget = SearchBudget::new("ListUsersRequest");
+    let queries = req.queries.iter().map(|q| q.convert(0, &mut budget)).collect::<ApiResult<Vec<_>>>()?;
     let mut c = state.db.conn().await?;
     let (users, total) = user::search(&mut c, &caller.org_id, &queries, req.sorting_column, page).await?;
     Ok(Json(ListResponse {

@@ -83,6 +83,23 @@ on_both!(create_read_and_search_humans, |srv| {
     search(json!({"queries": [{"userNameQuery": {"userName": "a"}, "typeQuery": {"type": 1}}]})).await.err(400, 3);
     search(json!({"query": {"limit": 100000}})).await.err(400, 3);
     search(json!({"sortingColumn": "USER_FIELD_NAME_SHOE_SIZE"})).await.err(400, 3);
+    // Filters both stores can run, and a clear error past them (SQLite refused 1,000 chained
+    // queries, 32,767 ids and 50,000-byte patterns with a 500).
+    let state = json!({"stateQuery": {"state": "USER_STATE_ACTIVE"}});
+    let r = search(json!({"queries": vec![state.clone(); 100]})).await;
+    assert_eq!(r.ok()["details"]["totalResult"], "3");
+    search(json!({"queries": vec![state; 1000]})).await.err(400, 3);
+    let ids = |n: usize| json!({"queries": [{"inUserIdsQuery": {"userIds": vec!["1"; n]}}]});
+    search(ids(1000)).await.ok();
+    search(ids(40_000)).await.err(400, 3);
+    let long = "a".repeat(60_000);
+    search(json!({"queries": [{"userNameQuery": {"userName": long, "method": "TEXT_QUERY_METHOD_CONTAINS"}}]}))
+        .await
+        .err(400, 3);
+    let orgs =
+        |name: String| json!({"queries": [{"nameQuery": {"name": name, "method": "TEXT_QUERY_METHOD_CONTAINS"}}]});
+    srv.post("/admin/v1/orgs/_search", orgs("a".repeat(60_000))).await.err(400, 3);
+    srv.post("/admin/v1/orgs/_search", orgs("a".repeat(200))).await.ok();
 });
 
 on_both!(state_changes_and_removal, |srv| {
