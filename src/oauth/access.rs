@@ -24,7 +24,7 @@ pub fn decode(state: &AppState, token: &str) -> Option<AccessClaims> {
     if token.len() > 16 * 1024 {
         return None;
     }
-    if token.contains('.') { state.tokens.verify_typed(token, Some("at+jwt")) } else { state.tokens.open(token) }
+    if token.contains('.') { state.tokens.verify_typed(token, "at+jwt") } else { state.tokens.open(token) }
 }
 
 /// Resolves a presented token; `None` for anything that does not count.

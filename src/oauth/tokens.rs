@@ -72,27 +72,23 @@ impl TokenService {
         sign_with(&key, typ, claims)
     }
 
-    /// Verifies a JWS made by latch (any published key) and returns its claims. Expiry is the
-    /// caller's business (an expired ID token is still a valid hint).
-    pub fn verify<T: DeserializeOwned>(&self, token: &str) -> Option<T> {
-        self.verify_header(token, |_| true)
-    }
-
-    /// [`Self::verify`] for an ID token: its header carries no `typ` (latch's JWT access
-    /// tokens carry `at+jwt` and its logout tokens `logout+jwt`, so neither passes for one).
+    /// Verifies an ID token made by latch (any published key) and returns its claims: its
+    /// header carries no `typ` (latch's JWT access tokens carry `at+jwt` and its logout tokens
+    /// `logout+jwt`, so neither passes for one). Expiry is the caller's business (an expired ID
+    /// token is still a valid hint).
     pub fn verify_id_token<T: DeserializeOwned>(&self, token: &str) -> Option<T> {
-        self.verify_header(token, |typ| typ.is_none())
+        self.verify_header(token, None)
     }
 
-    /// [`Self::verify`], and the header's `typ` must be `typ` when given.
-    pub fn verify_typed<T: DeserializeOwned>(&self, token: &str, typ: Option<&str>) -> Option<T> {
-        self.verify_header(token, |t| typ.is_none() || t == typ)
+    /// Verifies a JWS made by latch whose header's `typ` is `typ`, and returns its claims.
+    pub fn verify_typed<T: DeserializeOwned>(&self, token: &str, typ: &str) -> Option<T> {
+        self.verify_header(token, Some(typ))
     }
 
-    /// The claims of a compact JWS whose header's `typ` passes `typ_ok`. It is checked against
-    /// the key its `kid` names, with that key's own algorithm only (a header naming another
-    /// algorithm is refused), using the public key parsed once at load.
-    fn verify_header<T: DeserializeOwned>(&self, token: &str, typ_ok: impl Fn(Option<&str>) -> bool) -> Option<T> {
+    /// The claims of a compact JWS whose header's `typ` is `typ` (None: no `typ`). It is checked
+    /// against the key its `kid` names, with that key's own algorithm only (a header naming
+    /// another algorithm is refused), using the public key parsed once at load.
+    fn verify_header<T: DeserializeOwned>(&self, token: &str, typ: Option<&str>) -> Option<T> {
         #[derive(serde::Deserialize)]
         struct Header {
             alg: String,
@@ -102,7 +98,7 @@ impl TokenService {
         let (input, signature) = token.rsplit_once('.')?;
         let (header, payload) = input.split_once('.')?;
         let header: Header = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(header).ok()?).ok()?;
-        if !typ_ok(header.typ.as_deref()) {
+        if header.typ.as_deref() != typ {
             return None;
         }
         let set = self.keys.current();

@@ -25,20 +25,9 @@ fn record(name: &str, hash: Option<&str>, verified: bool) -> Value {
 }
 
 pub async fn sign_in_with(srv: &TestServer, login: &str, password: &str) -> crate::browser::Page {
-    let (client_id, _, _) = oidc_app(srv, json!({"name": format!("a{}", latch::id::new_id())})).await;
     let b = Browser::new(srv);
-    let (_, challenge) = pkce();
-    let (id, page) = b
-        .authorize(&[
-            ("client_id", &client_id),
-            ("redirect_uri", CB),
-            ("response_type", "code"),
-            ("scope", "openid"),
-            ("code_challenge", &challenge),
-            ("code_challenge_method", "S256"),
-        ])
-        .await;
-    b.sign_in(&id.unwrap(), &page, login, password).await
+    let (id, page) = login_page(srv, &b).await;
+    b.sign_in(&id, &page, login, password).await
 }
 
 async fn stored_hash(srv: &TestServer, name: &str) -> String {
@@ -213,20 +202,8 @@ on_both!(imported_totp_is_asked_after_the_password, |srv| {
     let mut r = record("otp-user", Some(KEYCLOAK_ARGON2), true);
     r["otpCode"] = json!("JBSWY3DPEHPK3PXP");
     srv.post("/management/v1/users/human/_import", r).await.ok();
-    let (client_id, _, _) = oidc_app(srv, json!({})).await;
     let b = Browser::new(srv);
-    let (_, challenge) = pkce();
-    let (id, page) = b
-        .authorize(&[
-            ("client_id", &client_id),
-            ("redirect_uri", CB),
-            ("response_type", "code"),
-            ("scope", "openid"),
-            ("code_challenge", &challenge),
-            ("code_challenge_method", "S256"),
-        ])
-        .await;
-    let id = id.unwrap();
+    let (id, page) = login_page(srv, &b).await;
     let totp_page = b.sign_in(&id, &page, "otp-user", "secret").await;
     assert!(totp_page.html.contains("/totp"), "{}", totp_page.html);
     assert_eq!(srv.count("session").await, 0, "no session before the second factor");
@@ -238,17 +215,7 @@ on_both!(imported_totp_is_asked_after_the_password, |srv| {
     assert_eq!(done.status, 303, "{}", done.html);
     // The same code cannot be used twice.
     let b2 = Browser::new(srv);
-    let (id2, page2) = b2
-        .authorize(&[
-            ("client_id", &client_id),
-            ("redirect_uri", CB),
-            ("response_type", "code"),
-            ("scope", "openid"),
-            ("code_challenge", &challenge),
-            ("code_challenge_method", "S256"),
-        ])
-        .await;
-    let id2 = id2.unwrap();
+    let (id2, page2) = login_page(srv, &b2).await;
     let t2 = b2.sign_in(&id2, &page2, "otp-user", "secret").await;
     let again = b2.post(&format!("/ui/login/{id2}/totp"), &[("csrf", &t2.csrf()), ("code", &code)]).await;
     assert!(again.html.contains("The code is wrong"), "replayed code refused");

@@ -98,13 +98,10 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     // A narrower scope was checked before anything was written (an invalid_scope leaves the
     // token usable); now the token is rotated and its successor stored, atomically as above,
     // so that a reuse of the token revokes the successor with the rest of the chain.
-    let rotated = match was_rotated_here {
-        true => true,
-        false => {
-            let idle = issue::lifetimes(state, &mut c).await?.refresh_token_idle_expiration;
-            let next = secret::digest(&successor);
-            refresh::rotate_live(&mut c, &hash, &client.app.client_id, &next, now, idle).await?.is_some()
-        }
+    let rotated = was_rotated_here || {
+        let idle = issue::lifetimes(state, &mut c).await?.refresh_token_idle_expiration;
+        let next = secret::digest(&successor);
+        refresh::rotate_live(&mut c, &hash, &client.app.client_id, &next, now, idle).await?.is_some()
     };
     if !rotated {
         // Another request rotated it a moment ago: treat as reuse.
