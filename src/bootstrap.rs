@@ -112,6 +112,7 @@ pub async fn run(state: &AppState) -> Result<Option<FirstStart>, BootstrapError>
             state: UserState::Active,
             created_at: now,
             changed_at: now,
+            tokens_valid_from: now,
             org_domain: String::new(),
             kind: Kind::Human(Human {
                 first_name: "Latch".into(),
@@ -139,6 +140,7 @@ pub async fn run(state: &AppState) -> Result<Option<FirstStart>, BootstrapError>
             state: UserState::Active,
             created_at: now,
             changed_at: now,
+            tokens_valid_from: now,
             org_domain: String::new(),
             kind: Kind::Machine(Machine {
                 name: "Latch administrator (service account)".into(),

@@ -359,7 +359,7 @@ pub async fn finish(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap
     let now = state.clock.now();
     let sess = match &f.progress.sso_session {
         Some(sid) => match session::get(c, sid).await {
-            Ok(Some(s)) if s.user_id == u.user_id && s.expires_at > now => s,
+            Ok(Some(s)) if s.user_id == u.user_id && s.expires_at > now && s.auth_time >= u.tokens_valid_from => s,
             Ok(_) => return fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired),
             Err(e) => return store_fail(t, headers, e),
         },

@@ -412,7 +412,8 @@ pub async fn register(
     human.password_changed_at = Some(now);
     let user_id = match insert_human(&mut c, &org_id, None, &username, human, now).await {
         Ok(id) => id,
-        Err(e) if e.code == crate::api::Code::AlreadyExists => {
+        // Taken, or a login name of another organization (see `check_username_domain`).
+        Err(e) if matches!(e.code, crate::api::Code::AlreadyExists | crate::api::Code::InvalidArgument) => {
             return again(t.err_user_taken.to_string());
         }
         Err(e) => return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, &e.message),

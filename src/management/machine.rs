@@ -7,7 +7,7 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_S
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::users::{AddUserResponse, load_user};
+use super::users::{AddUserResponse, check_username_domain, load_user, load_user_to_change};
 use crate::api::error::ApiResult;
 use crate::api::types::{Details, DetailsResponse, ListDetails, ListQuery, ListResponse, parse_ts, ts};
 use crate::api::{ApiError, ApiJson, Caller};
@@ -78,6 +78,7 @@ pub async fn insert_machine(
     m: Machine,
     now: i64,
 ) -> ApiResult<String> {
+    check_username_domain(c, org_id, username).await?;
     if user::username_taken(c, username).await? {
         return Err(ApiError::exists("a user with this user name already exists").with_id("USER-AlreadyExists"));
     }
@@ -94,6 +95,7 @@ pub async fn insert_machine(
             state: UserState::Active,
             created_at: now,
             changed_at: now,
+            tokens_valid_from: now,
             kind: Kind::Machine(m),
             org_domain: String::new(),
         },
@@ -127,7 +129,7 @@ pub async fn update_machine(
     validate::max("UpdateMachineRequest", "description", &req.description, 500)?;
     let now = state.clock.now();
     let mut tx = state.db.begin().await?;
-    let u = load_user(&mut tx, &caller, &user_id).await?;
+    let u = load_user_to_change(&mut tx, &caller, &user_id).await?;
     require_machine(&u)?;
     user::update_machine(&mut tx, &user_id, req.name.trim(), req.description.trim(), req.access_token_type, now)
         .await?;
@@ -155,7 +157,7 @@ pub async fn generate_secret(
     caller.require(Permission::UserWrite)?;
     let now = state.clock.now();
     let mut tx = state.db.begin().await?;
-    let u = load_user(&mut tx, &caller, &user_id).await?;
+    let u = load_user_to_change(&mut tx, &caller, &user_id).await?;
     require_machine(&u)?;
     let client_secret = secret::new_secret();
     user::set_machine_secret(&mut tx, &user_id, Some(secret::digest(&client_secret)), now).await?;
@@ -172,7 +174,7 @@ pub async fn remove_secret(
     caller.require(Permission::UserWrite)?;
     let now = state.clock.now();
     let mut tx = state.db.begin().await?;
-    let u = load_user(&mut tx, &caller, &user_id).await?;
+    let u = load_user_to_change(&mut tx, &caller, &user_id).await?;
     if require_machine(&u)?.secret_digest.is_none() {
         return Err(ApiError::not_found("the user has no secret").with_id("USER-NoSecret"));
     }
@@ -314,7 +316,7 @@ pub async fn add_key(
     )?;
     let u = {
         let mut c = state.db.conn().await?;
-        load_user(&mut c, &caller, &user_id).await?
+        load_user_to_change(&mut c, &caller, &user_id).await?
     };
     require_machine(&u)?;
     let mut c = state.db.conn().await?;
@@ -416,7 +418,7 @@ pub async fn remove_key(
     caller.require(Permission::UserWrite)?;
     let now = state.clock.now();
     let mut c = state.db.conn().await?;
-    let u = load_user(&mut c, &caller, &user_id).await?;
+    let u = load_user_to_change(&mut c, &caller, &user_id).await?;
     if !key::delete_key(&mut c, Owner::User, &user_id, &key_id).await? {
         return Err(ApiError::not_found("key not found").with_id("KEY-NotFound"));
     }
@@ -460,7 +462,7 @@ pub async fn add_pat(
         None => None,
     };
     let mut c = state.db.conn().await?;
-    let u = load_user(&mut c, &caller, &user_id).await?;
+    let u = load_user_to_change(&mut c, &caller, &user_id).await?;
     require_machine(&u)?;
     let token = secret::new_secret();
     let token_id = new_id();
@@ -517,7 +519,7 @@ pub async fn remove_pat(
     caller.require(Permission::UserWrite)?;
     let now = state.clock.now();
     let mut c = state.db.conn().await?;
-    let u = load_user(&mut c, &caller, &user_id).await?;
+    let u = load_user_to_change(&mut c, &caller, &user_id).await?;
     if !key::delete_pat(&mut c, &user_id, &token_id).await? {
         return Err(ApiError::not_found("token not found").with_id("PAT-NotFound"));
     }

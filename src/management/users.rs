@@ -15,7 +15,7 @@ use crate::domain::settings::PasswordComplexityPolicy;
 use crate::domain::validate;
 use crate::id::new_id;
 use crate::store::user::{Human, Kind, User, UserQuery};
-use crate::store::{Conn, setting, user};
+use crate::store::{Conn, member, org, setting, user, user_code};
 
 /// The longest password accepted (a bound against hashing abuse, not a policy).
 pub const MAX_PASSWORD: usize = 256;
@@ -153,6 +153,21 @@ pub async fn hash_new_password(state: &AppState, org_id: &str, req: &str, passwo
     state.hasher.hash(password).await.map_err(ApiError::internal)
 }
 
+/// Refuses a user name that ends in `@` and a domain of another organization: it would be a
+/// login name of that organization (`alice@example.com` is what alice of the organization with
+/// the domain example.com types), so the user would take that person's sign-ins and count their
+/// wrong passwords. ZITADEL refuses the same (DomainNotAllowedAsUsername).
+pub async fn check_username_domain(c: &mut Conn, org_id: &str, username: &str) -> ApiResult<()> {
+    let Some((_, domain)) = username.rsplit_once('@') else { return Ok(()) };
+    match org::get_domain(c, &domain.to_ascii_lowercase()).await? {
+        Some(d) if d.org_id != org_id => {
+            Err(ApiError::invalid("the user name ends in a domain of another organization; choose another user name")
+                .with_id("USER-DomainNotAllowedAsUsername"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Inserts a human user after checking the user name is free in the instance.
 pub async fn insert_human(
     c: &mut Conn,
@@ -162,6 +177,7 @@ pub async fn insert_human(
     human: Human,
     now: i64,
 ) -> ApiResult<String> {
+    check_username_domain(c, org_id, username).await?;
     if user::username_taken(c, username).await? {
         return Err(ApiError::exists("a user with this user name already exists").with_id("USER-AlreadyExists"));
     }
@@ -176,6 +192,7 @@ pub async fn insert_human(
             state,
             created_at: now,
             changed_at: now,
+            tokens_valid_from: now,
             kind: Kind::Human(human),
             org_domain: String::new(),
         },
@@ -222,6 +239,34 @@ pub async fn load_user(c: &mut Conn, caller: &Caller, user_id: &str) -> ApiResul
     match user::get(c, user_id).await? {
         Some(u) if u.org_id == caller.org_id => Ok(u),
         _ => Err(ApiError::not_found("user not found").with_id("USER-NotFound")),
+    }
+}
+
+/// User `user_id` of the caller's organization, to be changed (credentials, keys, state, e-mail,
+/// profile, deletion). An administrator is changed only by a caller who may manage
+/// administrators of that level: an instance member by one with `IamMemberWrite`, an
+/// organization member by one with `OrgMemberWrite`; otherwise a user manager could give
+/// itself an owner's powers by setting the owner's password or adding a token to its account.
+/// Everyone may change their own account.
+pub async fn load_user_to_change(c: &mut Conn, caller: &Caller, user_id: &str) -> ApiResult<User> {
+    let u = load_user(c, caller, user_id).await?;
+    if u.user_id == caller.user_id {
+        return Ok(u);
+    }
+    let (iam, org) = member::roles_of(c, &u.user_id, &u.org_id).await?;
+    let needed = if !iam.is_empty() {
+        Some(Permission::IamMemberWrite)
+    } else if !org.is_empty() {
+        Some(Permission::OrgMemberWrite)
+    } else {
+        None
+    };
+    match needed {
+        Some(p) if !caller.can(p) => Err(ApiError::denied(
+            "the user is an administrator: changing it needs the permission to manage administrators",
+        )
+        .with_id("USER-Administrator")),
+        _ => Ok(u),
     }
 }
 
@@ -414,12 +459,17 @@ async fn change_state(
     caller.require(Permission::UserWrite)?;
     let now = state.clock.now();
     let mut tx = state.db.begin().await?;
-    let u = load_user(&mut tx, caller, user_id).await?;
+    let u = load_user_to_change(&mut tx, caller, user_id).await?;
     if !from.contains(&u.state) {
         return Err(ApiError::precondition(format!("the user cannot be {what} in state {}", u.state.name()))
             .with_id("USER-StateChange"));
     }
     user::set_state(&mut tx, user_id, to, now).await?;
+    // Locking or deactivating ends what the user holds: unlocking or reactivating later does
+    // not bring back tokens, codes or sessions issued before.
+    if matches!(to, UserState::Locked | UserState::Inactive) {
+        user::cut_off_tokens(&mut tx, user_id, now).await?;
+    }
     tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
 }
@@ -470,7 +520,7 @@ pub async fn remove(
     caller.require(Permission::UserDelete)?;
     let now = state.clock.now();
     let mut tx = state.db.begin().await?;
-    let u = load_user(&mut tx, &caller, &user_id).await?;
+    let u = load_user_to_change(&mut tx, &caller, &user_id).await?;
     user::delete(&mut tx, &u.user_id).await?;
     tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
@@ -493,15 +543,19 @@ pub async fn set_password(
     caller.require(Permission::UserWrite)?;
     {
         let mut c = state.db.conn().await?;
-        let u = load_user(&mut c, &caller, &user_id).await?;
+        let u = load_user_to_change(&mut c, &caller, &user_id).await?;
         require_human(&u)?;
     }
     let hash = hash_new_password(&state, &caller.org_id, "SetHumanPasswordRequest", &req.password).await?;
     let now = state.clock.now();
-    let mut c = state.db.conn().await?;
-    if !user::set_password(&mut c, &user_id, &hash, !req.no_change_required, now).await? {
+    // A password set by an administrator (after a compromise, say) also ends the sessions and
+    // tokens of whoever knew the old one.
+    let mut tx = state.db.begin().await?;
+    if !user::set_password(&mut tx, &user_id, &hash, !req.no_change_required, now).await? {
         return Err(ApiError::not_found("user not found").with_id("USER-NotFound"));
     }
+    user::cut_off_tokens(&mut tx, &user_id, now).await?;
+    tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
 }
 
@@ -538,12 +592,17 @@ pub async fn update_email(
     validate::email("UpdateHumanEmailRequest", "email", req.email.trim())?;
     let now = state.clock.now();
     let mut tx = state.db.begin().await?;
-    let u = load_user(&mut tx, &caller, &user_id).await?;
+    let u = load_user_to_change(&mut tx, &caller, &user_id).await?;
     let h = require_human(&u)?;
     if h.email == req.email.trim() && h.email_verified == req.is_email_verified {
         return Err(ApiError::precondition("the e-mail address is unchanged").with_id("USER-EmailNotChanged"));
     }
     user::update_email(&mut tx, &user_id, req.email.trim(), req.is_email_verified, now).await?;
+    // Codes e-mailed to the old address (verification, initial password) must not verify or
+    // set up the new one.
+    if h.email != req.email.trim() {
+        user_code::delete_all(&mut tx, &user_id).await?;
+    }
     tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
 }
@@ -559,7 +618,7 @@ pub async fn update_profile(
     validate_profile("UpdateHumanProfileRequest", &req)?;
     let now = state.clock.now();
     let mut tx = state.db.begin().await?;
-    let u = load_user(&mut tx, &caller, &user_id).await?;
+    let u = load_user_to_change(&mut tx, &caller, &user_id).await?;
     require_human(&u)?;
     let display_name = if req.display_name.trim().is_empty() {
         format!("{} {}", req.first_name.trim(), req.last_name.trim())

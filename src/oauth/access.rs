@@ -1,7 +1,7 @@
 //! Reading an access token presented to latch (introspection, userinfo, revocation, the
 //! management API): a JWT access token, an opaque (sealed) one, or a personal access token.
-//! A token counts only while it is unexpired, not revoked (by itself, its session or its grant)
-//! and its user is active.
+//! A token counts only while it is unexpired, not revoked (by itself, its session or its grant),
+//! not older than its user's cut-off (`User::tokens_valid_from`) and its user is active.
 
 use super::issue::AccessClaims;
 use crate::app::AppState;
@@ -79,7 +79,10 @@ pub async fn resolve(state: &AppState, c: &mut impl Source, token: &str) -> Resu
         None => user::get_checking_revocation(c.conn().await?, &claims.sub, &keys).await?,
     };
     let Some((u, revoked)) = found else { return Ok(None) };
-    if revoked || u.state != UserState::Active {
+    // Tokens issued before the user's cut-off (a lock, a deactivation, a password set by an
+    // administrator, or an earlier account with the same id) count no more; a personal access
+    // token is a credential, not an issued token, and is removed by deleting it.
+    if revoked || u.state != UserState::Active || (!is_pat && claims.iat < u.tokens_valid_from) {
         return Ok(None);
     }
     Ok(Some(Access { claims, user: u, is_pat }))

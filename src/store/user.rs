@@ -50,6 +50,12 @@ pub struct User {
     pub state: UserState,
     pub created_at: i64,
     pub changed_at: i64,
+    /// Tokens, authorization codes and browser sessions of this user issued (authenticated)
+    /// before this second do not count: the creation time, so that an account reusing a deleted
+    /// account's id inherits none of its tokens, then the time an administrator last locked or
+    /// deactivated the user or set its password. Credentials (passwords, secrets, keys, personal
+    /// access tokens) are not affected.
+    pub tokens_valid_from: i64,
     pub kind: Kind,
     /// The primary domain of the user's organization (read-only, joined).
     pub org_domain: String,
@@ -96,6 +102,7 @@ struct Row {
     state: i64,
     created_at: i64,
     changed_at: i64,
+    tokens_valid_from: i64,
     first_name: String,
     last_name: String,
     nick_name: String,
@@ -157,6 +164,7 @@ impl From<Row> for User {
             state: UserState::from_number(r.state).unwrap_or_default(),
             created_at: r.created_at,
             changed_at: r.changed_at,
+            tokens_valid_from: r.tokens_valid_from,
             kind,
             org_domain: r.org_domain.unwrap_or_default(),
         }
@@ -168,7 +176,7 @@ impl From<Row> for User {
 macro_rules! user_columns {
     () => {
         "a.user_id, a.org_id, a.user_type, a.username, a.state, a.created_at, a.changed_at, \
-             a.first_name, a.last_name, a.nick_name, a.display_name, a.preferred_language, a.gender, a.email, \
+             a.tokens_valid_from, a.first_name, a.last_name, a.nick_name, a.display_name, a.preferred_language, a.gender, a.email, \
              a.email_verified, a.phone, a.phone_verified, a.password_hash, a.password_change_required, \
              a.password_changed_at, a.failed_password_attempts, a.otp_secret, a.otp_last_step, a.failed_otp_attempts, \
              a.machine_name, a.description, \
@@ -198,9 +206,9 @@ pub async fn insert(c: &mut Conn, u: &User) -> Result<()> {
         "INSERT INTO account (user_id, org_id, user_type, username, username_key, state, created_at, changed_at, \
          first_name, last_name, nick_name, display_name, preferred_language, gender, email, email_key, \
          email_verified, phone, phone_verified, password_hash, password_change_required, password_changed_at, \
-         machine_name, description, access_token_type, secret_digest, otp_secret) \
+         machine_name, description, access_token_type, secret_digest, otp_secret, tokens_valid_from) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
-         $21, $22, $23, $24, $25, $26)",
+         $21, $22, $23, $24, $25, $26, $27)",
     )
     .bind(&u.user_id)
     .bind(&u.org_id)
@@ -228,6 +236,7 @@ pub async fn insert(c: &mut Conn, u: &User) -> Result<()> {
     .bind(m.access_token_type.number())
     .bind(m.secret_digest)
     .bind(h.otp_secret)
+    .bind(u.tokens_valid_from)
     .execute(&mut *c)
     .await?;
     Ok(())
@@ -345,6 +354,16 @@ pub async fn set_password(c: &mut Conn, user_id: &str, hash: &str, change_requir
     .execute(&mut *c)
     .await?;
     Ok(r.rows_affected() == 1)
+}
+
+/// Makes the user's tokens, codes and browser sessions issued before `now` count no more.
+pub async fn cut_off_tokens(c: &mut Conn, user_id: &str, now: i64) -> Result<()> {
+    sqlx::query("UPDATE account SET tokens_valid_from = $1 WHERE user_id = $2")
+        .bind(now)
+        .bind(user_id)
+        .execute(&mut *c)
+        .await?;
+    Ok(())
 }
 
 pub async fn set_machine_secret(c: &mut Conn, user_id: &str, digest: Option<Vec<u8>>, now: i64) -> Result<bool> {
@@ -717,6 +736,7 @@ pub async fn insert_many(c: &mut Conn, users: &[User]) -> Result<()> {
                 Arg::Int(m.access_token_type.number()),
                 Arg::OptBytes(m.secret_digest),
                 Arg::OptBytes(h.otp_secret),
+                Arg::Int(u.tokens_valid_from),
             ]
         })
         .collect();
@@ -725,7 +745,7 @@ pub async fn insert_many(c: &mut Conn, users: &[User]) -> Result<()> {
         "INSERT INTO account (user_id, org_id, user_type, username, username_key, state, created_at, changed_at, \
          first_name, last_name, nick_name, display_name, preferred_language, gender, email_key, email, \
          email_verified, phone, phone_verified, password_hash, password_change_required, password_changed_at, \
-         machine_name, description, access_token_type, secret_digest, otp_secret) VALUES",
+         machine_name, description, access_token_type, secret_digest, otp_secret, tokens_valid_from) VALUES",
         rows,
         100,
     )

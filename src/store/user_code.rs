@@ -33,6 +33,12 @@ pub async fn put(
     Ok(())
 }
 
+/// Drops every code of the user: they were sent to an address it no longer has.
+pub async fn delete_all(c: &mut Conn, user_id: &str) -> Result<()> {
+    sqlx::query("DELETE FROM user_code WHERE user_id = $1").bind(user_id).execute(&mut *c).await?;
+    Ok(())
+}
+
 /// Checks a code; a valid code is consumed, a wrong one counts an attempt.
 pub async fn check(
     c: &mut Conn,

@@ -265,12 +265,34 @@ on_both!(unverified_email_can_be_skipped_and_initial_password_by_code, |srv| {
     let r = srv
         .post("/management/v1/users/human", json!({"userName": "gina", "profile": {"firstName": "Gina", "lastName": "G"}, "email": {"email": "gina@example.com"}}))
         .await;
-    r.ok();
+    let gina = r.ok()["userId"].as_str().unwrap().to_string();
     let b = Browser::new(srv);
     let (id, page) = start(srv, &b, &[]).await;
     let init = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "gina")]).await;
     assert!(init.html.contains("/init_password"), "{}", init.html);
-    let code = outbox_code(srv, "gina@example.com");
+    // The address is corrected before the code is used: the code sent to the old one no longer
+    // sets a password (nor proves the new address); a new code goes to the new address.
+    let stale = outbox_code(srv, "gina@example.com");
+    srv.put(&format!("/management/v1/users/{gina}/email"), json!({"email": "gina@example.org"})).await.ok();
+    let refused = b
+        .post(
+            &format!("/ui/login/{id}/init_password"),
+            &[
+                ("csrf", &init.csrf()),
+                ("code", &stale),
+                ("password", "Gina-Passw0rd"),
+                ("password_repeat", "Gina-Passw0rd"),
+            ],
+        )
+        .await;
+    assert_ne!(refused.status, 303, "{}", refused.html);
+    let mut c = srv.state.db.conn().await.unwrap();
+    let u = latch::store::user::get(&mut c, &gina).await.unwrap().unwrap();
+    assert!(u.human().unwrap().password_hash.is_none());
+    drop(c);
+    let resent = b.post(&format!("/ui/login/{id}/init_password/resend"), &[("csrf", &init.csrf())]).await;
+    assert_eq!(resent.status, 200, "{}", resent.html);
+    let code = outbox_code(srv, "gina@example.org");
     let done = b
         .post(
             &format!("/ui/login/{id}/init_password"),

@@ -720,3 +720,106 @@ on_both!(bad_requests, |srv| {
     let r = reqwest::Client::new().get(srv.url("/oauth/v2/token")).send().await.unwrap();
     assert_eq!(r.status(), 405);
 });
+
+/// Whether the browser's session answers an authorization request without the login page.
+async fn signs_in_silently(b: &Browser, client_id: &str) -> bool {
+    let (_, challenge) = pkce();
+    let q = [
+        ("client_id", client_id),
+        ("redirect_uri", CB),
+        ("response_type", "code"),
+        ("scope", "openid"),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ];
+    let (login_page, done) = b.authorize(&q).await;
+    login_page.is_none() && param(&done.redirect_params(), "code").is_some()
+}
+
+// An administrator's lock, deactivation or new password ends the tokens, codes and browser
+// sessions the user held: unlocking or reactivating does not bring them back. Credentials
+// (password, secret, personal access tokens) stay; new sign-ins work at once.
+on_both!(a_cut_off_ends_what_the_user_held, |srv| {
+    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
+    let client = (client_id.as_str(), secret.as_deref().unwrap());
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    let (robot, robot_secret) = machine(srv, "robot", true).await;
+    let pat = srv.post(&format!("/management/v1/users/{robot}/pats"), json!({})).await;
+    let pat = pat.ok()["token"].as_str().unwrap().to_string();
+    let api = "urn:service:iam:org:project:id:latch:aud";
+    let cc = || async {
+        let form = [("grant_type", "client_credentials"), ("scope", api)];
+        let r = token(srv, Some(("robot", &robot_secret)), &form).await;
+        r.ok()["access_token"].as_str().unwrap().to_string()
+    };
+    // 401: the token does not count; 403: it does (the robot administers nothing).
+    let api_status = |t: String| async move {
+        srv.call_as(Some(&t), None, "GET", "/management/v1/orgs/me", json!(null)).await.status
+    };
+    let userinfo = |at: String| async move {
+        let r = reqwest::Client::new().get(srv.url("/oidc/v1/userinfo")).bearer_auth(at).send().await.unwrap();
+        r.status().as_u16()
+    };
+    let refresh = |rt: String| async move {
+        token(srv, Some(client), &[("grant_type", "refresh_token"), ("refresh_token", &rt)]).await
+    };
+    let b = Browser::new(srv);
+    for cut_off in ["lock", "password"] {
+        let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+        let t = exchange_code(srv, Some(client), &code, &verifier).await.ok().clone();
+        let at = t["access_token"].as_str().unwrap().to_string();
+        let rt = t["refresh_token"].as_str().unwrap().to_string();
+        let rt = refresh(rt).await.ok()["refresh_token"].as_str().unwrap().to_string();
+        let (late_code, late_verifier) = code_for(srv, &b, &client_id, "openid").await;
+        let robot_at = cc().await;
+        assert_eq!(userinfo(at.clone()).await, 200);
+        assert_eq!(api_status(robot_at.clone()).await, 403);
+        assert!(signs_in_silently(&b, &client_id).await, "the browser signs in without a page");
+
+        srv.clock.advance(1);
+        if cut_off == "lock" {
+            for id in [&alice, &robot] {
+                srv.post(&format!("/management/v1/users/{id}/_lock"), json!({})).await.ok();
+                srv.post(&format!("/management/v1/users/{id}/_unlock"), json!({})).await.ok();
+            }
+        } else {
+            let body = json!({"password": "Wonder-land1", "noChangeRequired": true});
+            srv.post(&format!("/management/v1/users/{alice}/password"), body).await.ok();
+            srv.post(&format!("/management/v1/users/{robot}/_deactivate"), json!({})).await.ok();
+            srv.post(&format!("/management/v1/users/{robot}/_reactivate"), json!({})).await.ok();
+        }
+        assert_eq!(userinfo(at).await, 401, "{cut_off}: the access token is void");
+        assert_eq!(api_status(robot_at).await, 401, "{cut_off}: the machine's token is void");
+        refresh(rt).await.err(400, "invalid_grant");
+        exchange_code(srv, Some(client), &late_code, &late_verifier).await.err(400, "invalid_grant");
+        assert!(!signs_in_silently(&b, &client_id).await, "{cut_off}: the browser's session is void");
+        // Credentials stay; what is issued now counts.
+        assert_eq!(api_status(pat.clone()).await, 403, "{cut_off}: the personal access token stays");
+        assert_eq!(api_status(cc().await).await, 403);
+        let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+        let t = exchange_code(srv, Some(client), &code, &verifier).await.ok().clone();
+        assert_eq!(userinfo(t["access_token"].as_str().unwrap().to_string()).await, 200);
+        refresh(t["refresh_token"].as_str().unwrap().to_string()).await.ok();
+        srv.clock.advance(1);
+    }
+});
+
+// An account created with a deleted account's id (AddMachineUser takes a userId) inherits none
+// of the tokens issued to its predecessor.
+on_both!(a_reused_user_id_inherits_no_tokens, |srv| {
+    let api = "urn:service:iam:org:project:id:latch:aud";
+    let machine = |name: &str| json!({"userId": "4242", "userName": name, "name": name, "accessTokenType": "ACCESS_TOKEN_TYPE_JWT"});
+    srv.post("/management/v1/users/machine", machine("old")).await.ok();
+    let s = srv.put("/management/v1/users/4242/secret", json!({})).await;
+    let secret = s.ok()["clientSecret"].as_str().unwrap().to_string();
+    let t = token(srv, Some(("old", &secret)), &[("grant_type", "client_credentials"), ("scope", api)]).await;
+    let at = t.ok()["access_token"].as_str().unwrap().to_string();
+    let status = |t: String| async move {
+        srv.call_as(Some(&t), None, "GET", "/management/v1/orgs/me", json!(null)).await.status
+    };
+    assert_eq!(status(at.clone()).await, 403, "the token counts (the user administers nothing)");
+    srv.delete("/management/v1/users/4242").await.ok();
+    srv.clock.advance(1);
+    srv.post("/management/v1/users/machine", machine("new")).await.ok();
+    assert_eq!(status(at).await, 401, "the old account's token is not the new one's");
+});

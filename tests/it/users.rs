@@ -230,6 +230,16 @@ on_both!(permissions_across_organizations, |srv| {
     let org = org.ok()["id"].as_str().unwrap().to_string();
     let r = srv.call_as(Some(&manager), Some(&org), "POST", "/management/v1/users/_search", json!({})).await;
     r.err(403, 7);
+    // A user name may not be a login name of another organization, whatever its case; a
+    // domain of its own organization is fine.
+    let mut taker = alice();
+    taker["userName"] = json!("Carol@SECOND.127.0.0.1");
+    let msg =
+        srv.call_as(Some(&manager), None, "POST", "/management/v1/users/human", taker).await.err(400, 3).to_string();
+    assert!(msg.contains("domain of another organization"), "{msg}");
+    let machine = json!({"userName": "carol@second.127.0.0.1", "name": "C"});
+    srv.post("/management/v1/users/machine", machine).await.err(400, 3);
+    srv.post("/management/v1/users/machine", json!({"userName": "robot@latch.127.0.0.1", "name": "R"})).await.ok();
     // Without the IAM role an unknown org id is "denied", with it "not found".
     srv.call_as(Some(&manager), Some("12345"), "GET", "/management/v1/orgs/me", json!(null)).await.err(403, 7);
     srv.call_as(Some(&srv.pat), Some("12345"), "GET", "/management/v1/orgs/me", json!(null)).await.err(404, 5);
@@ -241,4 +251,66 @@ on_both!(permissions_across_organizations, |srv| {
     assert_eq!(r.ok()["user"]["preferredLoginName"], "carol@second.127.0.0.1");
     srv.get(&format!("/management/v1/users/{carol}")).await.err(404, 5);
     srv.call_as(Some(&manager), None, "GET", &format!("/management/v1/users/{carol}"), json!(null)).await.err(404, 5);
+});
+
+on_both!(administrators_are_changed_only_by_who_may_manage_them, |srv| {
+    // The bootstrap's two instance owners (human "admin" and a machine user), an organization
+    // owner, a user manager of the organization and one of the instance.
+    let iam = srv.post("/admin/v1/members/_search", json!({})).await;
+    let owners: Vec<String> =
+        iam.ok()["result"].as_array().unwrap().iter().map(|m| m["userId"].as_str().unwrap().to_string()).collect();
+    let mut c = srv.state.db.conn().await.unwrap();
+    let admin = latch::store::user::get_by_username(&mut c, "admin").await.unwrap().unwrap().user_id;
+    drop(c);
+    let owner_machine = owners.iter().find(|id| **id != admin).unwrap().clone();
+    let (org_owner, _) = srv.machine_with_roles(None, "org-owner", &["ORG_OWNER"]).await;
+    let (org_mgr_id, org_mgr) = srv.machine_with_roles(None, "org-user-manager", &["ORG_USER_MANAGER"]).await;
+    let (iam_mgr_id, iam_mgr) = srv.machine_with_roles(None, "iam-user-manager", &[]).await;
+    srv.post("/admin/v1/members", json!({"userId": iam_mgr_id, "roles": ["IAM_USER_MANAGER"]})).await.ok();
+    let (plain, _) = srv.machine_with_roles(None, "plain", &[]).await;
+    let pats = srv.count("pat").await;
+
+    let machine_calls = |id: &str| {
+        vec![
+            ("POST", format!("/management/v1/users/{id}/pats"), json!({})),
+            ("PUT", format!("/management/v1/users/{id}/secret"), json!({})),
+            ("POST", format!("/management/v1/users/{id}/keys"), json!({"type": "KEY_TYPE_JSON"})),
+            ("PUT", format!("/management/v1/users/{id}/machine"), json!({"name": "mine now"})),
+            ("POST", format!("/management/v1/users/{id}/_lock"), json!({})),
+            ("DELETE", format!("/management/v1/users/{id}"), json!(null)),
+        ]
+    };
+    let human_calls = |id: &str| {
+        vec![
+            ("POST", format!("/management/v1/users/{id}/password"), json!({"password": "Taken-0ver-Password!"})),
+            ("PUT", format!("/management/v1/users/{id}/email"), json!({"email": "mine@example.com"})),
+            ("PUT", format!("/management/v1/users/{id}/profile"), json!({"firstName": "M", "lastName": "E"})),
+            ("POST", format!("/management/v1/users/{id}/_deactivate"), json!({})),
+        ]
+    };
+    // User managers cannot change an instance owner; the organization's user manager cannot
+    // change the organization's owner, nor can the instance's (it may not manage org members).
+    for (who, token) in [("org user manager", &org_mgr), ("iam user manager", &iam_mgr)] {
+        let calls = [machine_calls(&owner_machine), human_calls(&admin), machine_calls(&org_owner)].concat();
+        for (method, path, body) in calls {
+            let r = srv.call_as(Some(token), None, method, &path, body).await;
+            let msg = r.err(403, 7);
+            assert!(msg.contains("administrator"), "{who} {method} {path}: {msg}");
+        }
+    }
+    assert_eq!(srv.count("pat").await, pats, "no token was added to an administrator");
+    let mut c = srv.state.db.conn().await.unwrap();
+    let a = latch::store::user::get(&mut c, &admin).await.unwrap().unwrap();
+    assert_ne!(a.human().unwrap().email, "mine@example.com");
+    assert_eq!(a.state, latch::domain::enums::UserState::Active);
+    drop(c);
+
+    // They may change users who administer nothing, and themselves.
+    srv.call_as(Some(&org_mgr), None, "POST", &format!("/management/v1/users/{plain}/pats"), json!({})).await.ok();
+    srv.call_as(Some(&iam_mgr), None, "PUT", &format!("/management/v1/users/{plain}/secret"), json!({})).await.ok();
+    let own = format!("/management/v1/users/{org_mgr_id}/secret");
+    srv.call_as(Some(&org_mgr), None, "PUT", &own, json!({})).await.ok();
+    // The instance owner may change everyone: here the organization owner.
+    srv.post(&format!("/management/v1/users/{org_owner}/pats"), json!({})).await.ok();
+    assert_eq!(srv.count("pat").await, pats + 2);
 });

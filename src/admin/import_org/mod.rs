@@ -621,6 +621,7 @@ async fn check_users(
             state: user_state.unwrap_or(derived),
             created_at: now,
             changed_at: now,
+            tokens_valid_from: now,
             kind: Kind::Human(p.human),
             org_domain: String::new(),
         });
@@ -703,6 +704,7 @@ fn check_machines(
             state: user_state.unwrap_or(UserState::Active),
             created_at: now,
             changed_at: now,
+            tokens_valid_from: now,
             kind: Kind::Machine(Machine {
                 name: u.user.name.trim().to_string(),
                 description: u.user.description.trim().to_string(),

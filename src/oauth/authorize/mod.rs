@@ -97,7 +97,8 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
     }
 }
 
-/// The browser's live sessions with their (active) users.
+/// The browser's live sessions with their (active) users; a session authenticated before its
+/// user's cut-off (`User::tokens_valid_from`) no longer counts.
 pub async fn browser_sessions(c: &mut Conn, browser: &Browser, now: i64) -> crate::store::Result<Vec<(Session, User)>> {
     if browser.is_new {
         return Ok(Vec::new());
@@ -106,6 +107,7 @@ pub async fn browser_sessions(c: &mut Conn, browser: &Browser, now: i64) -> crat
     for s in session::of_browser(c, &browser.key, now).await? {
         if let Some(u) = user::get(c, &s.user_id).await?
             && u.state == UserState::Active
+            && s.auth_time >= u.tokens_valid_from
         {
             out.push((s, u));
         }
@@ -281,6 +283,7 @@ impl IssuedCode {
                 auth_time: Some(s.auth_time),
                 amr: s.amr.clone(),
                 act: None,
+                granted_at: Some(now),
             })
         });
         let value = secret::new_secret();

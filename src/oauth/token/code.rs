@@ -93,6 +93,9 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     }
     let u = state.cache.user(&mut c, &data.user_id).await?.filter(|u| u.state == UserState::Active);
     let u = u.ok_or_else(|| OAuthError::invalid_grant("the user is not active"))?;
+    if data.auth_time < u.tokens_valid_from {
+        return Err(OAuthError::invalid_grant("the sign-in of this code was ended"));
+    }
     let subject =
         subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
     let mut scopes = Scopes(data.scopes.clone());

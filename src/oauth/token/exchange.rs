@@ -49,6 +49,8 @@ struct IdClaims {
     sub: String,
     exp: i64,
     #[serde(default)]
+    iat: i64,
+    #[serde(default)]
     sid: Option<String>,
     #[serde(default)]
     aud: Value,
@@ -103,8 +105,8 @@ async fn token_party(state: &AppState, c: &mut Conn, token: &str, kind: &str, ro
             // access tokens do not.
             let keys: Vec<String> = claims.sid.iter().map(|sid| revocation::session_key(sid)).collect();
             let user = match user::get_checking_revocation(c, &claims.sub, &keys).await? {
-                Some((u, false)) if u.state == UserState::Active => u,
-                Some((_, true)) => {
+                Some((u, false)) if u.state == UserState::Active && claims.iat >= u.tokens_valid_from => u,
+                Some((u, revoked)) if revoked || claims.iat < u.tokens_valid_from => {
                     return Err(OAuthError::invalid_grant(format!("the {role} token's session has ended")));
                 }
                 _ => return Err(OAuthError::invalid_grant("the token's user is not active")),

@@ -49,6 +49,12 @@ pub struct RefreshData {
     /// refresh token gives carries it again (RFC 8693 4.1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub act: Option<serde_json::Value>,
+    /// When the grant began (its first refresh token was issued); rotation keeps it. Tokens of
+    /// a grant older than the user's cut-off (`User::tokens_valid_from`) are refused. Absent in
+    /// tokens stored before it was recorded: their authentication time, else their own
+    /// creation, stands in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granted_at: Option<i64>,
 }
 
 pub async fn handler(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
@@ -122,6 +128,7 @@ pub async fn issue_tokens(
                 auth_time: g.auth_time,
                 amr: g.amr.clone(),
                 act: g.act.clone(),
+                granted_at: Some(now),
             };
             refresh_store::insert(
                 c.conn().await?,

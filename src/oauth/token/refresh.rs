@@ -93,6 +93,9 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     if u.state != UserState::Active {
         return Err(OAuthError::invalid_grant("the user is not active"));
     }
+    if data.granted_at.or(data.auth_time).unwrap_or(row.created_at) < u.tokens_valid_from {
+        return Err(OAuthError::invalid_grant("the refresh token is revoked"));
+    }
     let subject =
         subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
     // A narrower scope was checked before anything was written (an invalid_scope leaves the
