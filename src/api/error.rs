@@ -97,6 +97,7 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Conflict => ApiError::exists("the object already exists"),
+            StoreError::Gone => ApiError::not_found("an object the request refers to no longer exists"),
             StoreError::InvalidInput(_) => ApiError::invalid("text must not contain the NUL character"),
             StoreError::Unavailable(detail) => {
                 crate::store::warn_unavailable(&detail);

@@ -12,7 +12,7 @@ use crate::api::{ApiError, ApiJson, Caller};
 use crate::app::AppState;
 use crate::domain::roles::{IAM_ROLES, ORG_ROLES, Permission};
 use crate::store::member::{self, Scope};
-use crate::store::user;
+use crate::store::{StoreError, user};
 
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
@@ -90,7 +90,11 @@ pub async fn add(
     if member::get(&mut tx, scope, scope_id, user_id).await?.is_some() {
         return Err(ApiError::exists("the user is already a member").with_id("MEMBER-AlreadyExists"));
     }
-    member::upsert(&mut tx, scope, scope_id, user_id, &roles, now).await?;
+    member::insert(&mut tx, scope, scope_id, user_id, &roles, now).await.map_err(|e| match e {
+        StoreError::Conflict => ApiError::exists("the user is already a member").with_id("MEMBER-AlreadyExists"),
+        StoreError::Gone => ApiError::not_found("user not found").with_id("USER-NotFound"),
+        other => other.into(),
+    })?;
     tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::created(now, scope_id) }))
 }

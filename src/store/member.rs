@@ -52,6 +52,31 @@ impl TryFrom<Row> for Member {
     }
 }
 
+/// Adds a new member: [`StoreError::Conflict`](super::StoreError::Conflict) when it is one
+/// already (two concurrent adds: the second is refused, not merged), `Gone` when the user was
+/// deleted meanwhile.
+pub async fn insert(
+    c: &mut Conn,
+    scope: Scope,
+    scope_id: &str,
+    user_id: &str,
+    roles: &[String],
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO member (member_kind, scope_id, user_id, roles, created_at, changed_at) \
+         VALUES ($1, $2, $3, $4, $5, $5)",
+    )
+    .bind(scope.as_str())
+    .bind(scope_id)
+    .bind(user_id)
+    .bind(to_json(&roles))
+    .bind(now)
+    .execute(&mut *c)
+    .await?;
+    Ok(())
+}
+
 /// Adds the member, or replaces its roles.
 pub async fn upsert(
     c: &mut Conn,

@@ -76,6 +76,10 @@ static SQLITE: Migrator = sqlx::migrate!("migrations/sqlite");
 pub enum StoreError {
     #[error("a record with the same unique value already exists")]
     Conflict,
+    /// A record the write refers to is gone (a foreign key found nothing): deleted by a
+    /// concurrent request between the caller's check and its write.
+    #[error("a record the write refers to no longer exists")]
+    Gone,
     #[error("the database is unavailable: {0}")]
     Unavailable(String),
     #[error("database error: {0}")]
@@ -94,6 +98,7 @@ impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
         match &e {
             sqlx::Error::Database(db) if db.kind() == sqlx::error::ErrorKind::UniqueViolation => StoreError::Conflict,
+            sqlx::Error::Database(db) if db.kind() == sqlx::error::ErrorKind::ForeignKeyViolation => StoreError::Gone,
             sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => StoreError::Unavailable(e.to_string()),
             sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::WorkerCrashed => {
                 pool::suspect();

@@ -126,3 +126,28 @@ on_both!(admin_setup_search_get_and_iam_members, |srv| {
         .err(403, 7);
     srv.call_as(Some(&owner), None, "POST", "/management/v1/orgs", json!({"name": "Mine"})).await.err(403, 7);
 });
+
+// A write that meets what a concurrent request did between the handler's check and its write
+// says so: a reference deleted meanwhile is "not found" (it was a 500), a member added twice is
+// "already exists" (the second add replaced the first's roles).
+on_both!(writes_that_lose_a_race_say_why, |srv| {
+    use latch::store::StoreError;
+    use latch::store::member::{self, Scope};
+    let org = srv.get("/management/v1/orgs/me").await.ok()["org"]["id"].as_str().unwrap().to_string();
+    let (robot, _) = srv.machine_with_roles(None, "robot", &[]).await;
+    let mut c = srv.state.db.conn().await.unwrap();
+    let roles = ["ORG_OWNER_VIEWER".to_string()];
+    let e = member::insert(&mut c, Scope::Org, &org, "no-such-user", &roles, 0).await.unwrap_err();
+    assert!(matches!(e, StoreError::Gone), "{e}");
+    let api = latch::api::ApiError::from(e);
+    assert_eq!(api.code, latch::api::Code::NotFound);
+    member::insert(&mut c, Scope::Org, &org, &robot, &roles, 0).await.unwrap();
+    let e = member::insert(&mut c, Scope::Org, &org, &robot, &["ORG_OWNER".to_string()], 0).await.unwrap_err();
+    assert!(matches!(e, StoreError::Conflict), "{e}");
+    drop(c);
+    let body = json!({"userId": robot, "roles": ["ORG_OWNER"]});
+    srv.post("/management/v1/orgs/me/members", body).await.err(409, 6);
+    let m = srv.post("/management/v1/orgs/me/members/_search", json!({})).await;
+    let mine = m.ok()["result"].as_array().unwrap().iter().find(|m| m["userId"] == robot.as_str()).unwrap().clone();
+    assert_eq!(mine["roles"], json!(["ORG_OWNER_VIEWER"]));
+});
