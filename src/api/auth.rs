@@ -76,9 +76,15 @@ impl FromRequestParts<AppState> for Caller {
             .with_id("AUTH-Audience"));
         }
         let u = access.user;
-        let org_id = match parts.headers.get(ORG_HEADER).and_then(|v| v.to_str().ok()).map(str::trim) {
-            Some(id) if !id.is_empty() && id != u.org_id => id.to_string(),
-            _ => u.org_id.clone(),
+        // A header that names nothing is refused rather than read as "my own organization":
+        // a caller that meant another organization must not act on its own by mistake.
+        let org_id = match parts.headers.get(ORG_HEADER).map(|v| v.to_str().map(str::trim)) {
+            None => u.org_id.clone(),
+            Some(Ok(id)) if !id.is_empty() => id.to_string(),
+            Some(_) => {
+                return Err(ApiError::invalid(format!("the {ORG_HEADER} header must be an organization id"))
+                    .with_id("AUTH-OrgHeader"));
+            }
         };
         let (iam_roles, org_roles) = member::roles_of(&mut c, &u.user_id, &org_id).await?;
         if org_id != u.org_id && org::get(&mut c, &org_id).await?.is_none() {

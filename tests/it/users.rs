@@ -240,6 +240,9 @@ on_both!(permissions_across_organizations, |srv| {
     let machine = json!({"userName": "carol@second.127.0.0.1", "name": "C"});
     srv.post("/management/v1/users/machine", machine).await.err(400, 3);
     srv.post("/management/v1/users/machine", json!({"userName": "robot@latch.127.0.0.1", "name": "R"})).await.ok();
+    // An org header that names nothing is refused (not read as the caller's own organization).
+    let r = srv.send("GET", "/management/v1/orgs/me", Some(&srv.pat), &[("x-latch-orgid", " ")], None).await;
+    assert!(r.err(400, 3).contains("x-latch-orgid"), "{}", r.text);
     // Without the IAM role an unknown org id is "denied", with it "not found".
     srv.call_as(Some(&manager), Some("12345"), "GET", "/management/v1/orgs/me", json!(null)).await.err(403, 7);
     srv.call_as(Some(&srv.pat), Some("12345"), "GET", "/management/v1/orgs/me", json!(null)).await.err(404, 5);
