@@ -252,6 +252,22 @@ proto_enum! {
     }
 }
 
+impl TextQueryMethod {
+    /// Whether `value` matches `pattern` under this method, for filters applied in memory (the
+    /// ignore-case methods compare Unicode lowercase).
+    pub fn matches(self, value: &str, pattern: &str) -> bool {
+        use TextQueryMethod::*;
+        let fold = matches!(self, EqualsIgnoreCase | StartsWithIgnoreCase | ContainsIgnoreCase | EndsWithIgnoreCase);
+        let (v, p) = if fold { (value.to_lowercase(), pattern.to_lowercase()) } else { (value.into(), pattern.into()) };
+        match self {
+            Equals | EqualsIgnoreCase => v == p,
+            StartsWith | StartsWithIgnoreCase => v.starts_with(&p),
+            Contains | ContainsIgnoreCase => v.contains(&p),
+            EndsWith | EndsWithIgnoreCase => v.ends_with(&p),
+        }
+    }
+}
+
 proto_enum! {
     pub enum UserFieldName {
         Unspecified = 0 => "USER_FIELD_NAME_UNSPECIFIED",

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::machine::paginate;
 use super::users::load_user;
 use crate::api::error::ApiResult;
-use crate::api::types::{Details, DetailsResponse, ListDetails, ListQuery, ListResponse, is_false};
+use crate::api::types::{Details, DetailsResponse, ListDetails, ListQuery, ListResponse, SearchBudget, is_false};
 use crate::api::{ApiError, ApiJson, Caller};
 use crate::app::AppState;
 use crate::domain::enums::{PrivateLabelingSetting, ProjectState, TextQueryMethod, UserGrantState};
@@ -321,18 +321,72 @@ pub struct RoleView {
     group: String,
 }
 
-#[utoipa::path(post, path = "/projects/{project_id}/roles/_search", request_body = ListByNameRequest, responses((status = 200, body = ListResponse<RoleView>)))]
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RoleKeyQuery {
+    key: String,
+    method: TextQueryMethod,
+}
+
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RoleDisplayNameQuery {
+    display_name: String,
+    method: TextQueryMethod,
+}
+
+/// One filter of `ListProjectRoles`: `keyQuery` or `displayNameQuery`.
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RoleQueries {
+    key_query: Option<RoleKeyQuery>,
+    display_name_query: Option<RoleDisplayNameQuery>,
+}
+
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ListRolesRequest {
+    query: ListQuery,
+    queries: Vec<RoleQueries>,
+}
+
+impl ListRolesRequest {
+    /// Whether `role` passes every filter (they are AND-combined, as in the reference).
+    fn keeps(&self, role: &ProjectRole) -> bool {
+        self.queries.iter().all(|q| {
+            q.key_query.as_ref().is_none_or(|k| k.method.matches(&role.role_key, &k.key))
+                && q.display_name_query.as_ref().is_none_or(|d| d.method.matches(&role.display_name, &d.display_name))
+        })
+    }
+
+    fn check(&self) -> ApiResult<()> {
+        let mut budget = SearchBudget::new("ListProjectRolesRequest");
+        for q in &self.queries {
+            budget.term()?;
+            if let Some(k) = &q.key_query {
+                budget.text(&k.key)?;
+            }
+            if let Some(d) = &q.display_name_query {
+                budget.text(&d.display_name)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[utoipa::path(post, path = "/projects/{project_id}/roles/_search", request_body = ListRolesRequest, responses((status = 200, body = ListResponse<RoleView>)))]
 pub async fn list_roles(
     State(state): State<AppState>,
     caller: Caller,
     Path(project_id): Path<String>,
-    ApiJson(req): ApiJson<ListByNameRequest>,
+    ApiJson(req): ApiJson<ListRolesRequest>,
 ) -> ApiResult<Json<ListResponse<RoleView>>> {
     caller.require(Permission::ProjectRead)?;
+    req.check()?;
     let mut c = state.db.conn().await?;
     load_project(&mut c, &caller, &project_id).await?;
-    let roles = project::roles(&mut c, &project_id).await?;
-    let list = paginate(roles, req.query(), state.clock.now(), |r| RoleView {
+    let roles: Vec<_> = project::roles(&mut c, &project_id).await?.into_iter().filter(|r| req.keeps(r)).collect();
+    let list = paginate(roles, &req.query, state.clock.now(), |r| RoleView {
         key: r.role_key.clone(),
         details: Details::read(r.created_at, r.changed_at, &caller.org_id),
         display_name: r.display_name.clone(),

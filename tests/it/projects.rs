@@ -71,6 +71,30 @@ on_both!(projects_roles_and_grants, |srv| {
     let r = srv.post(&format!("{roles}/_search"), json!({"query": {"asc": true}})).await;
     let keys: Vec<_> = r.ok()["result"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap()).collect();
     assert_eq!(keys, vec!["admin", "reader", "writer"], "the failed bulk call added nothing");
+    // Filters: keyQuery and displayNameQuery with their text methods, AND-combined.
+    let search = |queries: serde_json::Value| {
+        let roles = roles.clone();
+        async move {
+            let r = srv.post(&format!("{roles}/_search"), json!({"query": {"asc": true}, "queries": queries})).await;
+            // An empty result is omitted (zero values are).
+            let result = r.ok()["result"].as_array().cloned().unwrap_or_default();
+            let keys: Vec<String> = result.iter().map(|r| r["key"].as_str().unwrap().to_string()).collect();
+            (keys, r.body["details"]["totalResult"].as_str().unwrap_or_default().to_string())
+        }
+    };
+    let (keys, total) = search(json!([{"keyQuery": {"key": "er", "method": "TEXT_QUERY_METHOD_ENDS_WITH"}}])).await;
+    assert_eq!((keys, total.as_str()), (vec!["reader".to_string(), "writer".to_string()], "2"));
+    let q =
+        json!([{"displayNameQuery": {"displayName": "WRI", "method": "TEXT_QUERY_METHOD_STARTS_WITH_IGNORE_CASE"}}]);
+    assert_eq!(search(q).await.0, vec!["writer"]);
+    let q = json!([{"displayNameQuery": {"displayName": "WRI", "method": "TEXT_QUERY_METHOD_STARTS_WITH"}}]);
+    assert!(search(q).await.0.is_empty(), "case counts without IGNORE_CASE");
+    let q = json!([{"keyQuery": {"key": "e", "method": "TEXT_QUERY_METHOD_CONTAINS"}}, {"keyQuery": {"key": "admin"}}]);
+    assert!(search(q).await.0.is_empty(), "queries are AND-combined");
+    let q = json!([{"keyQuery": {"key": "reader"}}]);
+    assert_eq!(search(q).await.0, vec!["reader"], "EQUALS by default");
+    let long = json!([{"keyQuery": {"key": "x".repeat(201)}}]);
+    srv.post(&format!("{roles}/_search"), json!({"queries": long})).await.err(400, 3);
 
     let alice = crate::users::create_alice(srv).await;
     let grants = format!("/management/v1/users/{alice}/grants");
