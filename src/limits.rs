@@ -142,12 +142,24 @@ impl RateLimits {
             IpBudget::Token => &self.token_ip,
             IpBudget::Keys => &self.keys_ip,
         };
-        self.check(l, &ip)
+        self.check(l, &network(ip))
     }
 
     /// Draws one password attempt for a login name (or user id).
     pub fn login_name(&self, name: &str) -> Result<(), Duration> {
         self.check(&self.login_name, &name.to_lowercase())
+    }
+
+    /// Draws one request of a client that authenticated with `method`. A public client
+    /// (`none`) proves nothing but its client id, which anyone can send: its requests are
+    /// bounded by the per-IP budgets only, so that no one can spend a public application's
+    /// budget and lock its users out.
+    pub fn client_as(
+        &self,
+        client_id: &str,
+        method: crate::oauth::client_auth::Method,
+    ) -> crate::oauth::error::OAuthResult<()> {
+        if method == crate::oauth::client_auth::Method::None { Ok(()) } else { self.client(client_id) }
     }
 
     /// Draws one request of an authenticated client (token, introspection, revocation).
@@ -239,6 +251,20 @@ fn deny_json(wait: Duration, _: &HeaderMap) -> Response {
     crate::oauth::error::OAuthError::too_many_requests(wait).into_response()
 }
 
+/// The key of an IP budget: an IPv4 address, or the /64 network of an IPv6 address (one host is
+/// commonly given a whole /64, so counting addresses would let it change its address for every
+/// request and never meet a budget).
+fn network(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => {
+            let s = v6.segments();
+            IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+        }
+        IpAddr::V6(v6) => IpAddr::V4(v6.to_ipv4_mapped().unwrap_or(std::net::Ipv4Addr::UNSPECIFIED)),
+        v4 => v4,
+    }
+}
+
 fn deny_page(wait: Duration, headers: &HeaderMap) -> Response {
     let t = crate::login::i18n::choose(&[], headers);
     let msg = t.err_too_many.replace("{}", &retry_after_secs(wait).to_string());
@@ -253,7 +279,7 @@ type Deny = fn(Duration, &HeaderMap) -> Response;
 /// form posts (the pages themselves stay readable).
 fn ip_budget(req: &Request) -> Option<(IpBudget, Deny)> {
     let path = req.uri().path();
-    if path == crate::paths::TOKEN {
+    if path == crate::paths::TOKEN || (path == crate::paths::REVOKE && req.method() == axum::http::Method::POST) {
         Some((IpBudget::Token, deny_json))
     } else if path == crate::paths::KEYS {
         Some((IpBudget::Keys, deny_json))
@@ -279,6 +305,19 @@ pub async fn per_ip(State(state): State<AppState>, req: Request, next: Next) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ipv6_host_counts_as_its_network() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:ffff:1:2:3".parse().unwrap();
+        let other: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(network(a), network(b), "one /64");
+        assert_ne!(network(a), network(other));
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        assert_eq!(network(mapped), "192.0.2.7".parse::<IpAddr>().unwrap());
+        let v4: IpAddr = "192.0.2.7".parse().unwrap();
+        assert_eq!(network(v4), v4);
+    }
 
     #[test]
     fn budgets_parse() {

@@ -109,12 +109,29 @@ pub fn spawn_schedule_probe(stop: tokio::sync::watch::Receiver<bool>) -> tokio::
     })
 }
 
+/// The method as a metrics label: the standard methods by name, anything else (HTTP allows any
+/// token, of any length, and each distinct label would be a series kept for the life of the
+/// process) as `other`.
+fn method_label(m: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *m {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+}
+
 /// Counts requests and records their latency by method, route and status.
 pub async fn track_requests(req: Request, next: Next) -> Response {
     let start = Instant::now();
     let route =
         req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_else(|| "unmatched".to_owned());
-    let method = req.method().as_str().to_owned();
+    let method = method_label(req.method()).to_owned();
     let response = next.run(req).await;
     let labels = [("method", method), ("route", route), ("status", response.status().as_u16().to_string())];
     metrics::counter!("http_requests_total", &labels).increment(1);

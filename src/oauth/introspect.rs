@@ -60,7 +60,7 @@ async fn introspect(state: &AppState, headers: &HeaderMap, body: &[u8]) -> OAuth
     )
     .await
     .map_err(unauthorized)?;
-    state.limits.client(&caller.client_id)?;
+    state.limits.client_as(&caller.client_id, presented.method)?;
     let Some(a) = access::resolve(state, &mut c, token).await? else { return Ok(json!({"active": false})) };
     let allowed = a.is_pat || a.claims.aud.iter().any(|x| *x == caller.client_id || *x == caller.project_id);
     if !allowed {

@@ -50,7 +50,7 @@ async fn revoke(state: &AppState, headers: &HeaderMap, body: &[u8]) -> OAuthResu
     let issuer = &state.settings.issuer;
     let endpoint = format!("{issuer}{}", paths::REVOKE);
     let caller = client_auth::any_app(&state.cache, &mut c, &presented, &ALL, &[issuer, &endpoint], now).await?;
-    state.limits.client(&caller.client_id)?;
+    state.limits.client_as(&caller.client_id, presented.method)?;
     let not_yours = || OAuthError::new(ErrorCode::UnauthorizedClient, "the token was issued to another client");
     // The hint decides the order of the search, not its outcome.
     let refresh_first = hint != Some("access_token");

@@ -72,6 +72,42 @@ async fn the_token_endpoint_has_a_budget_per_ip_and_per_client() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_public_clients_budget_cannot_be_spent_by_others() {
+    let srv = with_limits(|l| {
+        l.token_per_ip = "10/1m".into();
+        l.per_client = "3/1m".into();
+    })
+    .await;
+    let spa =
+        json!({"name": "spa", "authMethodType": "OIDC_AUTH_METHOD_TYPE_NONE", "appType": "OIDC_APP_TYPE_USER_AGENT"});
+    let (spa, _, _) = crate::browser::oidc_app(&srv, spa).await;
+    let revoke = || async {
+        let r = reqwest::Client::new()
+            .post(srv.url("/oauth/v2/revoke"))
+            .form(&[("client_id", spa.as_str()), ("token", "anything")])
+            .send()
+            .await
+            .unwrap();
+        r.status().as_u16()
+    };
+    // Anyone may name a public client; doing so spends no budget of the client's own, so its
+    // users' token requests still get their answers ...
+    for _ in 0..5 {
+        assert_eq!(revoke().await, 200);
+    }
+    let refresh = [("grant_type", "refresh_token"), ("client_id", spa.as_str()), ("refresh_token", "nope")];
+    token(&srv, None, &refresh).await.err(400, "invalid_grant");
+    // ... while revocation posts count toward the token endpoint's budget per IP.
+    let mut statuses = Vec::new();
+    for _ in 0..10 {
+        statuses.push(revoke().await);
+    }
+    let first_429 = statuses.iter().position(|s| *s == 429).expect("the IP budget runs out");
+    assert!(first_429 >= 10 - 6 - 1, "429 came too early: {statuses:?}");
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_key_set_limits_polling_but_never_a_client_that_honours_cache_control() {
     let srv = with_limits(|l| l.keys_per_ip = "5/1m".into()).await;
     let http = reqwest::Client::new();

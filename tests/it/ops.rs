@@ -71,8 +71,14 @@ on_both!(health_readiness_metrics_and_request_ids, |srv| {
     let given = srv.send("GET", "/healthz", None, &[("x-request-id", "my-trace-1")], None).await;
     assert_eq!(given.header("x-request-id"), Some("my-trace-1"), "a caller's id is kept");
 
+    // A method of the client's own making is counted as "other", not as a label of its own
+    // (each distinct label would be kept for the life of the process).
+    let brew = srv.send("BREWCOFFEE", "/healthz", None, &[], None).await;
+    assert_ne!(brew.status, 200);
     let m = srv.call_as(None, None, "GET", "/metrics", json!(null)).await;
     assert_eq!(m.status, 200);
+    assert!(!m.text.contains("BREWCOFFEE"), "{}", m.text);
+    assert!(m.text.contains("method=\"other\""), "{}", m.text);
     assert!(m.text.contains("http_requests_total{"), "{}", m.text);
     assert!(m.text.contains("route=\"/readyz\""), "{}", m.text);
     assert!(m.text.contains("http_request_duration_seconds_bucket"), "latency histogram");

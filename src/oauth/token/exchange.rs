@@ -144,7 +144,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     let auds = assertion_audiences(state);
     let client =
         client_auth::oidc_client(&state.cache, &mut c, &presented, &METHODS, &[&auds[0], &auds[1]], now).await?;
-    state.limits.client(&client.app.client_id)?;
+    state.limits.client_as(&client.app.client_id, presented.method)?;
     if !client.config.grant_types.contains(&OidcGrantType::TokenExchange) {
         return Err(OAuthError::unauthorized_client("the client may not use token exchange"));
     }
