@@ -31,6 +31,7 @@ pub const MAX_HEAD_BYTES: usize = 32 * 1024;
 
 pub struct Connections {
     builder: hyper::server::conn::http1::Builder,
+    per_ip: Option<Arc<crate::limits::ConnectionCount>>,
 }
 
 impl Connections {
@@ -42,7 +43,7 @@ impl Connections {
             .max_headers(MAX_HEADERS)
             .max_buf_size(MAX_HEAD_BYTES)
             .keep_alive(true);
-        Self { builder }
+        Self { builder, per_ip: crate::limits::ConnectionCount::of(limits) }
     }
 
     /// Serves `app` on every connection `listener` accepts until `shutdown` resolves; then
@@ -69,6 +70,19 @@ impl Connections {
                 },
                 _ = &mut shutdown => break,
             };
+            // A network holding `connections_per_ip` already gets its new connection closed
+            // at once: slow clients cannot take every socket the process may open.
+            let counted = match &self.per_ip {
+                Some(count) => match count.enter(peer.ip()) {
+                    Some(c) => Some(c),
+                    None => {
+                        metrics::counter!("latch_rate_limited_total", "budget" => "connections_per_ip").increment(1);
+                        drop(stream);
+                        continue;
+                    }
+                },
+                None => None,
+            };
             let _ = stream.set_nodelay(true);
             let svc = app.clone().map_request(move |mut req: Request<Incoming>| {
                 req.extensions_mut().insert(ConnectInfo(peer));
@@ -77,6 +91,7 @@ impl Connections {
             let conn =
                 graceful.watch(self.builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(svc)));
             tokio::spawn(async move {
+                let _counted = counted;
                 if let Err(e) = conn.await {
                     tracing::debug!(error = %e, "connection closed with an error");
                 }

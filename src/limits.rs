@@ -70,6 +70,10 @@ pub struct LimitSettings {
     /// taken that many entries from the right. 0: the TCP peer address (the header is ignored,
     /// so a client cannot choose its own IP).
     pub forwarded_for_hops: u32,
+    /// Open connections one client IP (an IPv6 /64) may hold at once; 0: no cap. Behind
+    /// reverse proxies (`forwarded_for_hops` > 0) every connection comes from a proxy, so the
+    /// cap is theirs to keep and latch keeps none.
+    pub connections_per_ip: u32,
     /// A client must send its whole request head within this time.
     pub header_read_timeout: Duration,
     /// A request body must not pause longer than this between two chunks.
@@ -254,7 +258,7 @@ fn deny_json(wait: Duration, _: &HeaderMap) -> Response {
 /// The key of an IP budget: an IPv4 address, or the /64 network of an IPv6 address (one host is
 /// commonly given a whole /64, so counting addresses would let it change its address for every
 /// request and never meet a budget).
-fn network(ip: IpAddr) -> IpAddr {
+pub(crate) fn network(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => {
             let s = v6.segments();
@@ -262,6 +266,50 @@ fn network(ip: IpAddr) -> IpAddr {
         }
         IpAddr::V6(v6) => IpAddr::V4(v6.to_ipv4_mapped().unwrap_or(std::net::Ipv4Addr::UNSPECIFIED)),
         v4 => v4,
+    }
+}
+
+/// Open connections per client network, for `connections_per_ip`.
+pub struct ConnectionCount {
+    max: usize,
+    open: std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>,
+}
+
+/// One open connection, counted until it is dropped.
+pub struct Counted {
+    count: Arc<ConnectionCount>,
+    ip: IpAddr,
+}
+
+impl ConnectionCount {
+    /// The cap of `settings`, if it has one.
+    pub fn of(settings: &LimitSettings) -> Option<Arc<Self>> {
+        (settings.connections_per_ip > 0 && settings.forwarded_for_hops == 0)
+            .then(|| Arc::new(Self { max: settings.connections_per_ip as usize, open: Default::default() }))
+    }
+
+    /// Counts a new connection of `peer`, or `None` when its network holds `max` already.
+    pub fn enter(self: &Arc<Self>, peer: IpAddr) -> Option<Counted> {
+        let ip = network(peer);
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let n = open.entry(ip).or_insert(0);
+        if *n >= self.max {
+            return None;
+        }
+        *n += 1;
+        Some(Counted { count: self.clone(), ip })
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        let mut open = self.count.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
     }
 }
 
@@ -347,6 +395,7 @@ mod tests {
             per_client: None,
             keys_per_ip: None,
             forwarded_for_hops: hops,
+            connections_per_ip: 0,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
         }

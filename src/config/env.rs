@@ -70,6 +70,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     var("LATCH_LIMITS_PER_CLIENT", "limits.per_client"),
     var("LATCH_LIMITS_KEYS_PER_IP", "limits.keys_per_ip"),
     num("LATCH_LIMITS_FORWARDED_FOR_HOPS", "limits.forwarded_for_hops"),
+    num("LATCH_LIMITS_CONNECTIONS_PER_IP", "limits.connections_per_ip"),
     var("LATCH_LIMITS_HEADER_READ_TIMEOUT", "limits.header_read_timeout"),
     var("LATCH_LIMITS_BODY_READ_TIMEOUT", "limits.body_read_timeout"),
     // The convention of Google's client libraries for an emulator.

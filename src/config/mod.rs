@@ -71,6 +71,8 @@ pub struct LimitsConfig {
     pub keys_per_ip: String,
     /// Reverse proxies in front of latch that append to X-Forwarded-For (0: use the peer address).
     pub forwarded_for_hops: u32,
+    /// Open connections per client IP (0: no cap); applies only without reverse proxies.
+    pub connections_per_ip: u32,
     pub header_read_timeout: String,
     pub body_read_timeout: String,
 }
@@ -100,6 +102,7 @@ impl LimitsConfig {
             per_client: budget("per_client", &self.per_client)?,
             keys_per_ip: budget("keys_per_ip", &self.keys_per_ip)?,
             forwarded_for_hops: self.forwarded_for_hops,
+            connections_per_ip: self.connections_per_ip,
             header_read_timeout: timeout("header_read_timeout", &self.header_read_timeout)?,
             body_read_timeout: timeout("body_read_timeout", &self.body_read_timeout)?,
         })
@@ -115,6 +118,7 @@ impl Default for LimitsConfig {
             per_client: "30000/1m".into(),
             keys_per_ip: "600/1m".into(),
             forwarded_for_hops: 0,
+            connections_per_ip: 512,
             header_read_timeout: "10s".into(),
             body_read_timeout: "30s".into(),
         }

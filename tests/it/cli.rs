@@ -164,7 +164,7 @@ fn every_variable_in_the_readme_is_read_and_every_variable_read_is_documented() 
     // And each one really reaches the configuration.
     for v in latch::config::ENV_VARS {
         let value = if v.name.contains("PORT")
-            || v.name.contains("MAX_CONNECTIONS")
+            || v.name.contains("CONNECTIONS")
             || v.name.contains("ARGON2")
             || v.name.contains("HOPS")
         {

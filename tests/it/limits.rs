@@ -303,6 +303,37 @@ async fn slow_clients_are_cut_off() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_ip_holds_a_bounded_number_of_connections() {
+    let srv = with_limits(|l| l.connections_per_ip = 3).await;
+    let addr = srv.base.trim_start_matches("http://").to_string();
+    // Five idle connections from one IP: at most three stay open (fewer if the test client
+    // keeps one of its own), the others are closed at once.
+    let mut open = Vec::new();
+    let mut closed = 0;
+    for _ in 0..5 {
+        let mut c = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let mut buf = [0u8; 16];
+        match tokio::time::timeout(Duration::from_millis(300), c.read(&mut buf)).await {
+            Err(_) => open.push(c),
+            Ok(n) => {
+                assert!(matches!(n, Ok(0) | Err(_)), "a refused connection gets no bytes: {n:?}");
+                closed += 1;
+            }
+        }
+    }
+    assert!((1..=3).contains(&open.len()) && closed >= 2, "{} open, {closed} closed", open.len());
+    // A connection that ends makes room for the next.
+    drop(open);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut c = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), c.read_to_end(&mut answer)).await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer));
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_rate_limit_keys_are_forgotten() {
     let srv = with_limits(|l| l.per_client = "100/1s".into()).await;
     for i in 0..50 {
