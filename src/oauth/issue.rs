@@ -127,7 +127,7 @@ pub async fn access_claims(
         exp: now + lifetime,
         iat: now,
         nbf: now,
-        jti: crate::id::new_id(),
+        jti: crate::crypto::secret::random_id(),
         client_id: g.client_id.clone(),
         scope: g.scopes.join(),
         sid: g.session_id.clone(),

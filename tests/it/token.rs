@@ -63,6 +63,12 @@ pub fn header(jwt: &str) -> Value {
     serde_json::from_slice(&URL_SAFE_NO_PAD.decode(jwt.split('.').next().unwrap()).unwrap()).unwrap()
 }
 
+/// The length in bytes of a token or grant id that is base64url (latch's 128-bit random ids
+/// are 16 bytes); 0 for anything else.
+pub fn id_bytes(id: &Value) -> usize {
+    id.as_str().and_then(|s| URL_SAFE_NO_PAD.decode(s).ok()).map_or(0, |b| b.len())
+}
+
 /// Signs `alice` in through the pages and returns a fresh code with its PKCE verifier.
 pub async fn code_for(_srv: &TestServer, b: &Browser, client_id: &str, scope: &str) -> (String, String) {
     let (verifier, challenge) = pkce();
@@ -423,6 +429,36 @@ on_both!(refresh_rotation_and_reuse_detection, |srv| {
     )
     .await
     .err(400, "unauthorized_client");
+});
+
+on_both!(token_and_grant_ids_are_128_bit_random, |srv| {
+    // Revocation is keyed by jti and grant id, which nothing else keeps unique: they must not
+    // repeat across replicas (time-ordered ids could) nor be guessable.
+    let (client_id, secret, _) = oidc_app(srv, json!({"accessTokenType": "OIDC_TOKEN_TYPE_JWT"})).await;
+    let secret = secret.unwrap();
+    let (opaque, opaque_secret, _) = oidc_app(srv, json!({"name": "opaque"})).await;
+    let opaque_secret = opaque_secret.unwrap();
+    human(srv, "alice", "Wonder-land1").await;
+    let b = Browser::new(srv);
+    let mut jtis = std::collections::HashSet::new();
+    let mut gids = std::collections::HashSet::new();
+    let jwt_client = (client_id.as_str(), secret.as_str());
+    for (client, secret) in [jwt_client, jwt_client, (opaque.as_str(), opaque_secret.as_str())] {
+        let (code, verifier) = code_for(srv, &b, client, "openid offline_access").await;
+        let t = exchange_code(srv, Some((client, secret)), &code, &verifier).await;
+        let first = latch::oauth::access::decode(&srv.state, t.ok()["access_token"].as_str().unwrap()).unwrap();
+        let rt = t.body["refresh_token"].as_str().unwrap();
+        let r = token(srv, Some((client, secret)), &[("grant_type", "refresh_token"), ("refresh_token", rt)]).await;
+        let next = latch::oauth::access::decode(&srv.state, r.ok()["access_token"].as_str().unwrap()).unwrap();
+        assert_eq!(next.gid, first.gid, "a refresh stays in its grant");
+        let gid = first.gid.clone().unwrap();
+        assert_eq!(id_bytes(&json!(gid)), 16, "{gid}");
+        assert!(gids.insert(gid));
+        for jti in [first.jti, next.jti] {
+            assert_eq!(id_bytes(&json!(jti)), 16, "{jti}");
+            assert!(jtis.insert(jti));
+        }
+    }
 });
 
 on_both!(code_reuse_revokes_the_refresh_chain, |srv| {
