@@ -115,7 +115,7 @@ on_both!(authorization_code_exchange, |srv| {
     assert_eq!(id["azp"], client_id.as_str());
     assert_eq!(id["amr"], json!(["pwd"]));
     assert!(id["auth_time"].is_i64() && id["sid"].is_string());
-    assert_eq!(id["at_hash"], latch::oauth::tokens::half_hash(at));
+    assert_eq!(id["at_hash"], latch::oauth::tokens::half_hash(latch::crypto::keys::KeyAlg::RS256, at));
     assert!(id.get("email").is_none(), "profile claims come from userinfo when an access token is issued");
     assert_eq!(header(t["id_token"].as_str().unwrap())["kid"], srv.state.keys.active().unwrap().key_id.as_str());
 
@@ -457,6 +457,47 @@ on_both!(token_and_grant_ids_are_128_bit_random, |srv| {
         for jti in [first.jti, next.jti] {
             assert_eq!(id_bytes(&json!(jti)), 16, "{jti}");
             assert!(jtis.insert(jti));
+        }
+    }
+});
+
+on_both!(at_hash_follows_the_signing_key, |srv| {
+    // OIDC Core 3.1.3.6: the hash of the ID token's algorithm, as relying parties check it
+    // (openid-client: SHA-512 for EdDSA with Ed25519), left half; computed here independently.
+    use sha2::Digest;
+    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    human(srv, "alice", "Wonder-land1").await;
+    let b = Browser::new(srv);
+    for (body, alg) in [
+        (json!({"ed25519": {}}), "EdDSA"),
+        (json!({"ecdsa": {"curve": "ECDSA_CURVE_P256"}}), "ES256"),
+        (json!({}), "RS256"),
+    ] {
+        let kid = srv.post("/v2/web_keys", body).await.ok()["id"].as_str().unwrap().to_string();
+        srv.post(&format!("/v2/web_keys/{kid}/_activate"), json!({})).await.ok();
+        let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+        let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await.ok().clone();
+        let rt = t["refresh_token"].as_str().unwrap();
+        let r =
+            token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", rt)]).await;
+        let jwks: Value = reqwest::get(srv.url("/oauth/v2/keys")).await.unwrap().json().await.unwrap();
+        let jwk = jwks["keys"].as_array().unwrap().iter().find(|k| k["kid"] == kid.as_str()).unwrap().clone();
+        let jwk: jsonwebtoken::jwk::Jwk = serde_json::from_value(jwk).unwrap();
+        for t in [&t, r.ok()] {
+            let (at, idt) = (t["access_token"].as_str().unwrap(), t["id_token"].as_str().unwrap());
+            let h = header(idt);
+            assert_eq!((h["alg"].as_str(), h["kid"].as_str()), (Some(alg), Some(kid.as_str())));
+            let expected = match alg {
+                "EdDSA" => URL_SAFE_NO_PAD.encode(&sha2::Sha512::digest(at)[..32]),
+                _ => URL_SAFE_NO_PAD.encode(&sha2::Sha256::digest(at)[..16]),
+            };
+            assert_eq!(claims(idt)["at_hash"], expected.as_str(), "{alg}");
+            let mut v = jsonwebtoken::Validation::new(alg.parse().unwrap());
+            v.set_audience(&[client_id.as_str()]);
+            v.validate_exp = false;
+            jsonwebtoken::decode::<Value>(idt, &jsonwebtoken::DecodingKey::from_jwk(&jwk).unwrap(), &v)
+                .expect("signed with the key its header names");
         }
     }
 });
