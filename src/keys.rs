@@ -4,9 +4,10 @@
 //! Replicas agree through the store: every key row carries `activate_at`, the time it starts
 //! signing, and the key that signs at `now` is the one with the latest `activate_at <= now`.
 //! Rotation creates (or schedules) the next key `prepublish` ahead of time, so it is in every
-//! replica's key set and every client's cache before it signs; a retired key stays published
-//! until the longest-lived token it signed has expired. Each replica reloads the keys every
-//! `refresh_interval`.
+//! replica's key set and every client's cache before it signs; the next key has the active
+//! key's algorithm and size (a key of another algorithm signs only once activated through the
+//! API). A retired key stays published until the longest-lived token it signed has expired.
+//! Each replica reloads the keys every `refresh_interval`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -70,6 +71,16 @@ impl LoadedKey {
         }
     }
 
+    /// How the key was made; a stored spec latch does not know is read as the default of the
+    /// key's algorithm.
+    pub fn key_spec(&self) -> KeySpec {
+        KeySpec::parse(&self.spec).filter(|s| s.alg() == self.alg()).unwrap_or(match self.alg() {
+            KeyAlg::RS256 => KeySpec::DEFAULT,
+            KeyAlg::ES256 => KeySpec::EcP256,
+            KeyAlg::EdDSA => KeySpec::Ed25519,
+        })
+    }
+
     pub fn find<'a>(set: &'a KeySet, kid: &str) -> Option<&'a Arc<LoadedKey>> {
         set.keys.iter().find(|k| k.key_id == kid)
     }
@@ -127,14 +138,6 @@ pub struct KeyManager {
 impl std::fmt::Debug for KeyManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("KeyManager")
-    }
-}
-
-fn spec_name(spec: KeySpec) -> String {
-    match spec {
-        KeySpec::Rsa { bits } => format!("rsa-{bits}"),
-        KeySpec::EcP256 => "ecdsa-p256".into(),
-        KeySpec::Ed25519 => "ed25519".into(),
     }
 }
 
@@ -250,7 +253,7 @@ impl KeyManager {
         let row = web_key::WebKeyRow {
             generation: web_key::max_generation(c).await? + 1,
             alg: signer.alg().as_str().to_string(),
-            spec: spec_name(spec),
+            spec: spec.name(),
             public_jwk: signer.public_jwk(&key_id).to_string(),
             private_key: self.cipher.seal(key_id.as_bytes(), &der)?,
             created_at: now,
@@ -272,8 +275,11 @@ impl KeyManager {
         let pending = set.keys.iter().any(|k| k.activate_at.is_some_and(|t| t > now));
         match set.active(now) {
             None => {
-                // Nothing signs (the store lost its keys): a key must sign at once.
-                match self.create_unless(&mut c, KeySpec::Rsa { bits: 2048 }, Some(now), Unless::ActiveAt(now)).await {
+                // Nothing signs (the store lost its keys): a key must sign at once, of the kind
+                // of the newest key left (the default when there is none).
+                let spec = set.keys.first().map_or(KeySpec::DEFAULT, |k| k.key_spec());
+                match self.create_unless(&mut c, spec, Some(now), Unless::ActiveAt(now)).await {
+
                     Ok(None) => {}
                     Ok(Some(id)) => {
                         tracing::warn!(key_id = %id, "no active signing key; created one that signs immediately")
@@ -286,8 +292,13 @@ impl KeyManager {
                 let since = active.activate_at.unwrap_or(now);
                 if since + s.rotation_interval - s.prepublish <= now {
                     let at = (now + s.prepublish).max(since + s.rotation_interval);
-                    // Prefer a key an operator created in advance.
-                    let unscheduled = set.keys.iter().filter(|k| k.activate_at.is_none()).min_by_key(|k| k.generation);
+                    // Prefer a key an operator created in advance, of the active key's algorithm:
+                    // clients may accept only that one, so another signs only when activated.
+                    let unscheduled = set
+                        .keys
+                        .iter()
+                        .filter(|k| k.activate_at.is_none() && k.alg() == active.alg())
+                        .min_by_key(|k| k.generation);
                     match unscheduled {
                         Some(k) => {
                             if web_key::schedule(&mut c, &k.key_id, at.max(k.created_at + s.prepublish), now, true)
@@ -297,7 +308,7 @@ impl KeyManager {
                             }
                         }
                         None => match self
-                            .create_unless(&mut c, KeySpec::Rsa { bits: 2048 }, Some(at), Unless::PendingAfter(now))
+                            .create_unless(&mut c, active.key_spec(), Some(at), Unless::PendingAfter(now))
                             .await
                         {
                             Ok(None) => {}

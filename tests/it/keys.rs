@@ -1,6 +1,7 @@
 //! Signing key rotation with an injected clock, and the web key API.
 
 use latch::clock::Clock;
+use latch::crypto::keys::KeyAlg;
 use latch::keys::{KeyManager, KeyState};
 use serde_json::{Value, json};
 
@@ -66,6 +67,53 @@ on_both!(rotation_publishes_before_signing_and_keeps_after, |srv| {
     srv.clock.set(t2 + 12 * 3600 + 61);
     keys.maintain().await.unwrap();
     assert_eq!(jwks_kids(srv).await, vec![k2.key_id.clone()]);
+});
+
+/// Creates a key through the API and returns its id.
+async fn create_key(srv: &crate::harness::TestServer, body: Value) -> String {
+    srv.post("/v2/web_keys", body).await.ok()["id"].as_str().unwrap().to_string()
+}
+
+on_both!(rotation_keeps_the_algorithm_of_the_active_key, |srv| {
+    let keys = &srv.state.keys;
+    let s = keys.settings().clone();
+    // An Ed25519 key signs; an ECDSA key, created in advance, waits.
+    let ed = create_key(srv, json!({"ed25519": {}})).await;
+    srv.post(&format!("/v2/web_keys/{ed}/_activate"), json!({})).await.ok();
+    let ec = create_key(srv, json!({"ecdsa": {}})).await;
+    let since = keys.active().unwrap().activate_at.unwrap();
+
+    // Rotation is due: the successor is a new Ed25519 key; the ECDSA key is not scheduled (it
+    // signs only when activated through the API).
+    srv.clock.set(since + s.rotation_interval - s.prepublish + 1);
+    keys.maintain().await.unwrap();
+    let set = keys.current();
+    assert_eq!(set.keys.iter().find(|k| k.key_id == ec).unwrap().activate_at, None);
+    let next: Vec<_> = set.keys.iter().filter(|k| k.activate_at.is_some_and(|t| t > srv.clock.now())).collect();
+    assert_eq!(next.len(), 1);
+    assert_eq!((next[0].alg(), next[0].spec.as_str()), (KeyAlg::EdDSA, "ed25519"));
+    let (next_id, next_at) = (next[0].key_id.clone(), next[0].activate_at.unwrap());
+
+    // A key of the active key's algorithm created in advance is taken rather than a new one.
+    srv.clock.set(next_at);
+    assert_eq!(keys.active().unwrap().key_id, next_id);
+    let ready = create_key(srv, json!({"ed25519": {}})).await;
+    let ids = |set: &latch::keys::KeySet| set.keys.iter().map(|k| k.key_id.clone()).collect::<Vec<_>>();
+    let before = ids(&keys.current());
+    srv.clock.set(next_at + s.rotation_interval - s.prepublish + 1);
+    keys.maintain().await.unwrap();
+    let set = keys.current();
+    assert!(ids(&set).iter().all(|id| before.contains(id)), "no key generated");
+    assert!(set.keys.iter().find(|k| k.key_id == ready).unwrap().activate_at.is_some(), "scheduled");
+    assert_eq!(set.keys.iter().find(|k| k.key_id == ec).unwrap().activate_at, None);
+
+    // With no key signing at all, the one made to sign at once is of the newest key's kind.
+    let mut c = srv.state.db.conn().await.unwrap();
+    sqlx::query("UPDATE web_key SET activate_at = NULL").execute(&mut *c).await.unwrap();
+    drop(c);
+    keys.maintain().await.unwrap();
+    let active = keys.active().expect("a key signs again");
+    assert_eq!((active.alg(), active.spec.as_str()), (KeyAlg::EdDSA, "ed25519"));
 });
 
 fn states(list: &Value) -> Vec<(String, String)> {
