@@ -6,8 +6,8 @@
 //! Rotation creates (or schedules) the next key `prepublish` ahead of time, so it is in every
 //! replica's key set and every client's cache before it signs; the next key has the active
 //! key's algorithm and size (a key of another algorithm signs only once activated through the
-//! API). A retired key stays published until the longest-lived token it signed has expired.
-//! Each replica reloads the keys every `refresh_interval`.
+//! API). A retired key stays published until the longest-lived token it signed has expired
+//! (see [`KeyManager::retention`]). Each replica reloads the keys every `refresh_interval`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -51,6 +51,8 @@ pub struct LoadedKey {
     pub created_at: i64,
     pub changed_at: i64,
     pub activate_at: Option<i64>,
+    /// Published at least until then (see [`KeyManager::keep_for_lifetime`]).
+    pub keep_until: Option<i64>,
     pub signer: Arc<SigningKey>,
     pub jwk: serde_json::Value,
     /// The public key, parsed once, ready to verify signatures.
@@ -141,6 +143,9 @@ impl std::fmt::Debug for KeyManager {
     }
 }
 
+/// Grace for clock differences between replicas and clients, in seconds.
+const CLOCK_GRACE: i64 = 60;
+
 impl KeyManager {
     pub async fn new(
         db: Db,
@@ -215,6 +220,7 @@ impl KeyManager {
                 created_at: row.created_at,
                 changed_at: row.changed_at,
                 activate_at: row.activate_at,
+                keep_until: row.keep_until,
                 signer,
                 jwk,
                 verifier,
@@ -259,9 +265,25 @@ impl KeyManager {
             created_at: now,
             changed_at: now,
             activate_at,
+            keep_until: None,
             key_id: key_id.clone(),
         };
         Ok(web_key::insert(c, &row, unless).await?.then_some(key_id))
+    }
+
+    /// How long a key stays published after it stopped signing, when tokens live at most
+    /// `longest` seconds: other replicas may go on signing with it until they next reload the
+    /// keys (one refresh interval after an activation through the API), then its last token
+    /// lives `longest`, plus a minute for clocks.
+    pub fn retention(&self, longest: i64) -> i64 {
+        self.settings.refresh_interval.as_secs() as i64 + longest + CLOCK_GRACE
+    }
+
+    /// Called before the longest access or ID token lifetime is shortened from `longest`: every
+    /// key stays published at least until the tokens it signed under that lifetime, up to now,
+    /// have expired, however short the lifetimes are when it retires.
+    pub async fn keep_for_lifetime(&self, c: &mut Conn, longest: i64) -> Result<(), StoreError> {
+        web_key::keep_until(c, self.clock.now() + self.retention(longest)).await.map(|_| ())
     }
 
     /// One maintenance round: schedule or create the next key when due, drop keys no token
@@ -324,11 +346,11 @@ impl KeyManager {
             Some(_) => {}
         }
         let oidc = setting::load::<OidcSettings>(&mut c, setting::INSTANCE).await?.value;
-        // One minute of grace for clock differences between replicas and clients.
-        let keep_for = oidc.longest_signed_token() + 60;
+        let keep_for = self.retention(oidc.longest_signed_token());
         for k in &set.keys {
             if let Some(at) = set.superseded_at(k, now)
                 && at + keep_for < now
+                && k.keep_until.is_none_or(|t| t < now)
                 && web_key::delete(&mut c, &k.key_id).await?
             {
                 tracing::info!(key_id = %k.key_id, "removed a retired signing key");

@@ -17,10 +17,13 @@ pub struct WebKeyRow {
     pub changed_at: i64,
     /// When the key starts signing; `None` while it is only published.
     pub activate_at: Option<i64>,
+    /// Published at least until then, whenever it retires: set when token lifetimes are
+    /// shortened, for the tokens it may have signed under the longer ones.
+    pub keep_until: Option<i64>,
 }
 
-const SELECT: &str =
-    "SELECT key_id, generation, alg, spec, public_jwk, private_key, created_at, changed_at, activate_at FROM web_key";
+const SELECT: &str = "SELECT key_id, generation, alg, spec, public_jwk, private_key, created_at, changed_at, \
+                      activate_at, keep_until FROM web_key";
 
 pub async fn list(c: &mut Conn) -> Result<Vec<WebKeyRow>> {
     Ok(sqlx::query_as(&format!("{SELECT} ORDER BY generation")).fetch_all(&mut *c).await?)
@@ -80,6 +83,15 @@ pub async fn schedule(c: &mut Conn, key_id: &str, at: i64, now: i64, only_if_uns
     };
     let r = sqlx::query(sql).bind(at).bind(now).bind(key_id).execute(&mut *c).await?;
     Ok(r.rows_affected() == 1)
+}
+
+/// Every key stays published at least until `until` (kept when it is later already).
+pub async fn keep_until(c: &mut Conn, until: i64) -> Result<u64> {
+    let r = sqlx::query("UPDATE web_key SET keep_until = $1 WHERE keep_until IS NULL OR keep_until < $1")
+        .bind(until)
+        .execute(&mut *c)
+        .await?;
+    Ok(r.rows_affected())
 }
 
 pub async fn delete(c: &mut Conn, key_id: &str) -> Result<bool> {

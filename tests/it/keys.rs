@@ -60,13 +60,56 @@ on_both!(rotation_publishes_before_signing_and_keeps_after, |srv| {
     assert_eq!(jwks_kids(srv).await.len(), 2, "the retired key is still published");
     assert_eq!(keys.current().state(&k1, t2), KeyState::Inactive);
 
-    // Once every token it signed has expired (12 h by default, plus a minute of grace), it goes.
-    srv.clock.set(t2 + 12 * 3600 + 30);
-    keys.maintain().await.unwrap();
-    assert_eq!(jwks_kids(srv).await.len(), 2);
+    // Once every token it signed has expired, it goes: 12 h (the default lifetimes) after the
+    // last replica stopped signing with it (up to a refresh interval later), plus a minute.
+    let keep = s.refresh_interval.as_secs() as i64 + 12 * 3600 + 60;
+    assert!(keep > 12 * 3600 + 61);
     srv.clock.set(t2 + 12 * 3600 + 61);
     keys.maintain().await.unwrap();
+    assert_eq!(jwks_kids(srv).await.len(), 2, "another replica may have signed with it a refresh interval longer");
+    srv.clock.set(t2 + keep);
+    keys.maintain().await.unwrap();
+    assert_eq!(jwks_kids(srv).await.len(), 2);
+    srv.clock.set(t2 + keep + 1);
+    keys.maintain().await.unwrap();
     assert_eq!(jwks_kids(srv).await, vec![k2.key_id.clone()]);
+});
+
+on_both!(shortened_lifetimes_keep_retired_keys_for_the_tokens_they_signed, |srv| {
+    let keys = &srv.state.keys;
+    let refresh = keys.settings().refresh_interval.as_secs() as i64;
+    let k1 = keys.active().unwrap().key_id.clone();
+    // k1 has signed tokens that live 12 h; then the lifetimes are shortened to an hour, and a
+    // moment later k2 takes over.
+    let t0 = srv.clock.now();
+    srv.put("/admin/v1/settings/oidc", json!({"accessTokenLifetime": "3600s", "idTokenLifetime": "3600s"})).await.ok();
+    let k2 = srv.post("/v2/web_keys", json!({})).await.ok()["id"].as_str().unwrap().to_string();
+    srv.clock.advance(5);
+    srv.post(&format!("/v2/web_keys/{k2}/_activate"), json!({})).await.ok();
+    let t2 = srv.clock.now();
+    // By the lifetimes of now k1 could go an hour later, but its 12 h tokens still need it.
+    srv.clock.set(t2 + refresh + 3600 + 61);
+    keys.maintain().await.unwrap();
+    assert!(jwks_kids(srv).await.contains(&k1), "tokens signed before the change are still valid");
+    srv.clock.set(t0 + refresh + 12 * 3600 + 60);
+    keys.maintain().await.unwrap();
+    assert!(jwks_kids(srv).await.contains(&k1));
+    srv.clock.set(t0 + refresh + 12 * 3600 + 61);
+    keys.maintain().await.unwrap();
+    assert_eq!(jwks_kids(srv).await, vec![k2.clone()], "then it goes");
+
+    // Lengthening them binds nothing in advance: a key retired later stays by the lifetimes
+    // of then, here 2 h.
+    srv.put("/admin/v1/settings/oidc", json!({"accessTokenLifetime": "7200s", "idTokenLifetime": "7200s"})).await.ok();
+    let k3 = srv.post("/v2/web_keys", json!({})).await.ok()["id"].as_str().unwrap().to_string();
+    srv.post(&format!("/v2/web_keys/{k3}/_activate"), json!({})).await.ok();
+    let t3 = srv.clock.now();
+    srv.clock.set(t3 + refresh + 7200 + 60);
+    keys.maintain().await.unwrap();
+    assert!(jwks_kids(srv).await.contains(&k2));
+    srv.clock.set(t3 + refresh + 7200 + 61);
+    keys.maintain().await.unwrap();
+    assert_eq!(jwks_kids(srv).await, vec![k3.clone()]);
 });
 
 /// Creates a key through the API and returns its id.
