@@ -255,20 +255,19 @@ impl KeyManager {
             .await
             .map_err(|_| CryptoError::Unspecified)??;
         let key_id = crate::id::new_id();
-        let now = self.clock.now();
-        let row = web_key::WebKeyRow {
-            generation: web_key::max_generation(c).await? + 1,
-            alg: signer.alg().as_str().to_string(),
-            spec: spec.name(),
-            public_jwk: signer.public_jwk(&key_id).to_string(),
-            private_key: self.cipher.seal(key_id.as_bytes(), &der)?,
-            created_at: now,
-            changed_at: now,
+        let private_key = self.cipher.seal(key_id.as_bytes(), &der)?;
+        let public_jwk = signer.public_jwk(&key_id).to_string();
+        let row = web_key::NewWebKey {
+            key_id: &key_id,
+            alg: signer.alg().as_str(),
+            spec: &spec.name(),
+            public_jwk: &public_jwk,
+            private_key: &private_key,
+            created_at: self.clock.now(),
             activate_at,
-            keep_until: None,
-            key_id: key_id.clone(),
         };
-        Ok(web_key::insert(c, &row, unless).await?.then_some(key_id))
+        // A few tries: each conflict means another key was stored in the meantime.
+        Ok(web_key::insert(c, &row, unless, 4).await?.map(|_| key_id))
     }
 
     /// How long a key stays published after it stopped signing, when tokens live at most
@@ -301,7 +300,6 @@ impl KeyManager {
                 // of the newest key left (the default when there is none).
                 let spec = set.keys.first().map_or(KeySpec::DEFAULT, |k| k.key_spec());
                 match self.create_unless(&mut c, spec, Some(now), Unless::ActiveAt(now)).await {
-
                     Ok(None) => {}
                     Ok(Some(id)) => {
                         tracing::warn!(key_id = %id, "no active signing key; created one that signs immediately")
@@ -348,10 +346,11 @@ impl KeyManager {
         let oidc = setting::load::<OidcSettings>(&mut c, setting::INSTANCE).await?.value;
         let keep_for = self.retention(oidc.longest_signed_token());
         for k in &set.keys {
+            // Deleted only as seen here: not when another replica activated it again meanwhile.
             if let Some(at) = set.superseded_at(k, now)
                 && at + keep_for < now
                 && k.keep_until.is_none_or(|t| t < now)
-                && web_key::delete(&mut c, &k.key_id).await?
+                && web_key::delete_retired(&mut c, &k.key_id, k.activate_at, now).await?
             {
                 tracing::info!(key_id = %k.key_id, "removed a retired signing key");
             }

@@ -1,8 +1,9 @@
 //! Signing key rotation with an injected clock, and the web key API.
 
 use latch::clock::Clock;
-use latch::crypto::keys::KeyAlg;
+use latch::crypto::keys::{KeyAlg, KeySpec};
 use latch::keys::{KeyManager, KeyState};
+use latch::store::web_key;
 use serde_json::{Value, json};
 
 use crate::on_both;
@@ -157,6 +158,59 @@ on_both!(rotation_keeps_the_algorithm_of_the_active_key, |srv| {
     keys.maintain().await.unwrap();
     let active = keys.active().expect("a key signs again");
     assert_eq!((active.alg(), active.spec.as_str()), (KeyAlg::EdDSA, "ed25519"));
+});
+
+on_both!(web_key_changes_between_replicas, |srv| {
+    let keys = &srv.state.keys;
+    let first = keys.active().unwrap().key_id.clone();
+    let other = KeyManager::new(
+        srv.state.db.clone(),
+        &srv.settings.masterkey.unwrap(),
+        srv.clock.clone(),
+        keys.settings().clone(),
+    )
+    .await
+    .unwrap();
+    // A key created through another replica can be activated here at once.
+    let mut c = srv.state.db.conn().await.unwrap();
+    let ec = other.create(&mut c, KeySpec::EcP256, None).await.unwrap();
+    drop(c);
+    srv.post(&format!("/v2/web_keys/{ec}/_activate"), json!({})).await.ok();
+    assert_eq!(keys.active().unwrap().key_id, ec);
+
+    // Keys created at once get generations of their own; none is refused.
+    let before = srv.count("web_key").await;
+    let body = || json!({"ed25519": {}});
+    let (a, b, c, d) = tokio::join!(
+        srv.post("/v2/web_keys", body()),
+        srv.post("/v2/web_keys", body()),
+        srv.post("/v2/web_keys", body()),
+        srv.post("/v2/web_keys", body())
+    );
+    let created: Vec<String> = [a, b, c, d].iter().map(|r| r.ok()["id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(srv.count("web_key").await, before + 4);
+
+    // A delete decided on a state that has changed since deletes nothing: `first`, retired,
+    // is activated again elsewhere before a stale replica removes it.
+    let seen = keys.current().keys.iter().find(|k| k.key_id == first).unwrap().activate_at;
+    srv.clock.advance(1);
+    srv.post(&format!("/v2/web_keys/{first}/_activate"), json!({})).await.ok();
+    let now = srv.clock.now();
+    let mut c = srv.state.db.conn().await.unwrap();
+    assert!(!web_key::delete_retired(&mut c, &first, seen, now + 86_400 * 365).await.unwrap());
+    assert!(!web_key::delete_inactive(&mut c, &first, seen, now).await.unwrap());
+    // Nor is the key that signs deleted, even in the state seen.
+    assert!(!web_key::delete_inactive(&mut c, &first, Some(now), now).await.unwrap());
+    // Nor a key seen unscheduled that another replica's rotation has scheduled since.
+    assert!(web_key::schedule(&mut c, &created[0], now + 3600, now, true).await.unwrap());
+    assert!(!web_key::delete_inactive(&mut c, &created[0], None, now).await.unwrap());
+    // The one it replaced, in the state seen, goes.
+    let ec_at = keys.current().keys.iter().find(|k| k.key_id == ec).unwrap().activate_at;
+    assert!(web_key::delete_inactive(&mut c, &ec, ec_at, now).await.unwrap());
+    drop(c);
+    keys.reload().await.unwrap();
+    assert_eq!(keys.active().unwrap().key_id, first);
+    assert!(keys.current().keys.iter().all(|k| k.key_id != ec));
 });
 
 fn states(list: &Value) -> Vec<(String, String)> {
