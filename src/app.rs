@@ -105,13 +105,20 @@ pub fn master_key(settings: &Settings) -> Result<[u8; 32], StartError> {
     }
 }
 
+/// Writes a new key file so that nobody ever reads it half-written and a crash leaves either
+/// no file or the whole key: the key goes into a temporary file in the same folder, is synced,
+/// and is then linked to its name, the folder synced after. The link fails (AlreadyExists) when
+/// another process created the file first; unlike a rename, it never replaces a key that
+/// process may already be using.
 fn write_new(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
-    if let Some(parent) = path.parent()
-        && !parent.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(parent)?;
-    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.tmp", crate::crypto::secret::random_id()));
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -119,9 +126,17 @@ fn write_new(path: &std::path::Path, text: &str) -> std::io::Result<()> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let mut f = options.open(path)?;
-    f.write_all(text.as_bytes())?;
-    f.write_all(b"\n")
+    let written = options.open(&tmp).and_then(|mut f| {
+        f.write_all(text.as_bytes())?;
+        f.write_all(b"\n")?;
+        f.sync_all()?;
+        std::fs::hard_link(&tmp, path)
+    });
+    let _ = std::fs::remove_file(&tmp);
+    written?;
+    #[cfg(unix)]
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(())
 }
 
 /// What [`start`] produced.
@@ -253,5 +268,51 @@ impl Inner {
     /// Decrypts the TOTP secret of `user_id`.
     pub fn open_otp(&self, user_id: &str, sealed: &[u8]) -> Option<String> {
         self.otp_cipher.open(user_id.as_bytes(), sealed).ok().and_then(|b| String::from_utf8(b).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_new;
+
+    #[test]
+    fn a_generated_master_key_file_appears_whole_and_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data").join("masterkey");
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // A reader beside the writers: whenever the file exists, it holds a whole key.
+        let reader = {
+            let (path, done) = (path.clone(), done.clone());
+            std::thread::spawn(move || {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    if let Ok(text) = std::fs::read_to_string(&path) {
+                        assert_eq!(text.len(), 45, "a partial key file was read: {text:?}");
+                    }
+                }
+            })
+        };
+        let writers: Vec<_> = (0..8)
+            .map(|i| {
+                let path = path.clone();
+                std::thread::spawn(move || write_new(&path, &format!("{i:044}")).map(|()| i))
+            })
+            .collect();
+        let results: Vec<_> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        reader.join().unwrap();
+        // One writer wins; the others are told the file exists, and nothing else is left.
+        let winners: Vec<i32> = results.iter().filter_map(|r| r.as_ref().ok().copied()).collect();
+        assert_eq!(winners.len(), 1, "{results:?}");
+        assert!(
+            results.iter().all(|r| r.as_ref().map_or_else(|e| e.kind() == std::io::ErrorKind::AlreadyExists, |_| true))
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), format!("{:044}\n", winners[0]));
+        let left: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("masterkey")]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
     }
 }

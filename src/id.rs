@@ -5,7 +5,10 @@
 //! number, 12 bits of sequence. The sequence borrows from the next millisecond when more than
 //! 4096 ids are made in one, so ids from one process never repeat. Two replicas collide only if
 //! they drew the same node number and create an id in the same millisecond with the same
-//! sequence; the primary keys of the store reject such a duplicate.
+//! sequence; the primary keys of the store reject such a duplicate. So these ids are only for
+//! rows whose primary key they are (sessions included). Ids that nothing keeps unique but that
+//! revocations are keyed by (token `jti`, grant ids) are 128-bit random values instead
+//! ([`crate::crypto::secret::random_id`]).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -4,9 +4,10 @@
 //! Replicas agree through the store: every key row carries `activate_at`, the time it starts
 //! signing, and the key that signs at `now` is the one with the latest `activate_at <= now`.
 //! Rotation creates (or schedules) the next key `prepublish` ahead of time, so it is in every
-//! replica's key set and every client's cache before it signs; a retired key stays published
-//! until the longest-lived token it signed has expired. Each replica reloads the keys every
-//! `refresh_interval`.
+//! replica's key set and every client's cache before it signs; the next key has the active
+//! key's algorithm and size (a key of another algorithm signs only once activated through the
+//! API). A retired key stays published until the longest-lived token it signed has expired
+//! (see [`KeyManager::retention`]). Each replica reloads the keys every `refresh_interval`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -50,6 +51,8 @@ pub struct LoadedKey {
     pub created_at: i64,
     pub changed_at: i64,
     pub activate_at: Option<i64>,
+    /// Published at least until then (see [`KeyManager::keep_for_lifetime`]).
+    pub keep_until: Option<i64>,
     pub signer: Arc<SigningKey>,
     pub jwk: serde_json::Value,
     /// The public key, parsed once, ready to verify signatures.
@@ -68,6 +71,16 @@ impl LoadedKey {
             KeyAlg::ES256 => jsonwebtoken::Algorithm::ES256,
             KeyAlg::EdDSA => jsonwebtoken::Algorithm::EdDSA,
         }
+    }
+
+    /// How the key was made; a stored spec latch does not know is read as the default of the
+    /// key's algorithm.
+    pub fn key_spec(&self) -> KeySpec {
+        KeySpec::parse(&self.spec).filter(|s| s.alg() == self.alg()).unwrap_or(match self.alg() {
+            KeyAlg::RS256 => KeySpec::DEFAULT,
+            KeyAlg::ES256 => KeySpec::EcP256,
+            KeyAlg::EdDSA => KeySpec::Ed25519,
+        })
     }
 
     pub fn find<'a>(set: &'a KeySet, kid: &str) -> Option<&'a Arc<LoadedKey>> {
@@ -130,13 +143,8 @@ impl std::fmt::Debug for KeyManager {
     }
 }
 
-fn spec_name(spec: KeySpec) -> String {
-    match spec {
-        KeySpec::Rsa { bits } => format!("rsa-{bits}"),
-        KeySpec::EcP256 => "ecdsa-p256".into(),
-        KeySpec::Ed25519 => "ed25519".into(),
-    }
-}
+/// Grace for clock differences between replicas and clients, in seconds.
+const CLOCK_GRACE: i64 = 60;
 
 impl KeyManager {
     pub async fn new(
@@ -212,6 +220,7 @@ impl KeyManager {
                 created_at: row.created_at,
                 changed_at: row.changed_at,
                 activate_at: row.activate_at,
+                keep_until: row.keep_until,
                 signer,
                 jwk,
                 verifier,
@@ -246,19 +255,34 @@ impl KeyManager {
             .await
             .map_err(|_| CryptoError::Unspecified)??;
         let key_id = crate::id::new_id();
-        let now = self.clock.now();
-        let row = web_key::WebKeyRow {
-            generation: web_key::max_generation(c).await? + 1,
-            alg: signer.alg().as_str().to_string(),
-            spec: spec_name(spec),
-            public_jwk: signer.public_jwk(&key_id).to_string(),
-            private_key: self.cipher.seal(key_id.as_bytes(), &der)?,
-            created_at: now,
-            changed_at: now,
+        let private_key = self.cipher.seal(key_id.as_bytes(), &der)?;
+        let public_jwk = signer.public_jwk(&key_id).to_string();
+        let row = web_key::NewWebKey {
+            key_id: &key_id,
+            alg: signer.alg().as_str(),
+            spec: &spec.name(),
+            public_jwk: &public_jwk,
+            private_key: &private_key,
+            created_at: self.clock.now(),
             activate_at,
-            key_id: key_id.clone(),
         };
-        Ok(web_key::insert(c, &row, unless).await?.then_some(key_id))
+        // A few tries: each conflict means another key was stored in the meantime.
+        Ok(web_key::insert(c, &row, unless, 4).await?.map(|_| key_id))
+    }
+
+    /// How long a key stays published after it stopped signing, when tokens live at most
+    /// `longest` seconds: other replicas may go on signing with it until they next reload the
+    /// keys (one refresh interval after an activation through the API), then its last token
+    /// lives `longest`, plus a minute for clocks.
+    pub fn retention(&self, longest: i64) -> i64 {
+        self.settings.refresh_interval.as_secs() as i64 + longest + CLOCK_GRACE
+    }
+
+    /// Called before the longest access or ID token lifetime is shortened from `longest`: every
+    /// key stays published at least until the tokens it signed under that lifetime, up to now,
+    /// have expired, however short the lifetimes are when it retires.
+    pub async fn keep_for_lifetime(&self, c: &mut Conn, longest: i64) -> Result<(), StoreError> {
+        web_key::keep_until(c, self.clock.now() + self.retention(longest)).await.map(|_| ())
     }
 
     /// One maintenance round: schedule or create the next key when due, drop keys no token
@@ -272,8 +296,10 @@ impl KeyManager {
         let pending = set.keys.iter().any(|k| k.activate_at.is_some_and(|t| t > now));
         match set.active(now) {
             None => {
-                // Nothing signs (the store lost its keys): a key must sign at once.
-                match self.create_unless(&mut c, KeySpec::Rsa { bits: 2048 }, Some(now), Unless::ActiveAt(now)).await {
+                // Nothing signs (the store lost its keys): a key must sign at once, of the kind
+                // of the newest key left (the default when there is none).
+                let spec = set.keys.first().map_or(KeySpec::DEFAULT, |k| k.key_spec());
+                match self.create_unless(&mut c, spec, Some(now), Unless::ActiveAt(now)).await {
                     Ok(None) => {}
                     Ok(Some(id)) => {
                         tracing::warn!(key_id = %id, "no active signing key; created one that signs immediately")
@@ -286,8 +312,13 @@ impl KeyManager {
                 let since = active.activate_at.unwrap_or(now);
                 if since + s.rotation_interval - s.prepublish <= now {
                     let at = (now + s.prepublish).max(since + s.rotation_interval);
-                    // Prefer a key an operator created in advance.
-                    let unscheduled = set.keys.iter().filter(|k| k.activate_at.is_none()).min_by_key(|k| k.generation);
+                    // Prefer a key an operator created in advance, of the active key's algorithm:
+                    // clients may accept only that one, so another signs only when activated.
+                    let unscheduled = set
+                        .keys
+                        .iter()
+                        .filter(|k| k.activate_at.is_none() && k.alg() == active.alg())
+                        .min_by_key(|k| k.generation);
                     match unscheduled {
                         Some(k) => {
                             if web_key::schedule(&mut c, &k.key_id, at.max(k.created_at + s.prepublish), now, true)
@@ -297,7 +328,7 @@ impl KeyManager {
                             }
                         }
                         None => match self
-                            .create_unless(&mut c, KeySpec::Rsa { bits: 2048 }, Some(at), Unless::PendingAfter(now))
+                            .create_unless(&mut c, active.key_spec(), Some(at), Unless::PendingAfter(now))
                             .await
                         {
                             Ok(None) => {}
@@ -313,12 +344,13 @@ impl KeyManager {
             Some(_) => {}
         }
         let oidc = setting::load::<OidcSettings>(&mut c, setting::INSTANCE).await?.value;
-        // One minute of grace for clock differences between replicas and clients.
-        let keep_for = oidc.longest_signed_token() + 60;
+        let keep_for = self.retention(oidc.longest_signed_token());
         for k in &set.keys {
+            // Deleted only as seen here: not when another replica activated it again meanwhile.
             if let Some(at) = set.superseded_at(k, now)
                 && at + keep_for < now
-                && web_key::delete(&mut c, &k.key_id).await?
+                && k.keep_until.is_none_or(|t| t < now)
+                && web_key::delete_retired(&mut c, &k.key_id, k.activate_at, now).await?
             {
                 tracing::info!(key_id = %k.key_id, "removed a retired signing key");
             }

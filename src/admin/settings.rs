@@ -92,6 +92,7 @@ pub async fn put_oidc(
 ) -> ApiResult<Json<DetailsResponse>> {
     caller.require(Permission::IamWrite)?;
     let mut v = load::<OidcSettings>(&state).await?.value;
+    let longest_before = v.longest_signed_token();
     let r = "UpdateOIDCSettingsRequest";
     for (field, given, target, max) in [
         ("accessTokenLifetime", req.access_token_lifetime, &mut v.access_token_lifetime, YEAR),
@@ -115,6 +116,11 @@ pub async fn put_oidc(
         return Err(ApiError::invalid(format!(
             "invalid {r}.refreshTokenIdleExpiration: must not be longer than refreshTokenExpiration"
         )));
+    }
+    if v.longest_signed_token() < longest_before {
+        // First: the tokens signed so far keep their expiry, so their keys must stay published.
+        let mut c = state.db.conn().await?;
+        state.keys.keep_for_lifetime(&mut c, longest_before).await?;
     }
     save(&state, &v).await
 }

@@ -497,10 +497,20 @@ pub fn mask_url(raw: &str) -> String {
     }
 }
 
+/// The sample master key of ZITADEL's documentation (which latch's README once showed too):
+/// public, so it protects nothing.
+const SAMPLE_MASTERKEY: &str = "MasterkeyNeedsToHave32Characters";
+
 /// A master key is 32 bytes: either a 32-character string or the standard base64 of 32 bytes.
+/// The documentation's sample value is refused.
 pub fn parse_masterkey(raw: &str) -> Result<[u8; 32], String> {
     use base64::Engine;
     let raw = raw.trim_end_matches(['\r', '\n']);
+    if raw == SAMPLE_MASTERKEY {
+        return Err(format!(
+            "is the published sample value {SAMPLE_MASTERKEY}, which protects nothing; generate a secret (e.g. `openssl rand -base64 32`)"
+        ));
+    }
     if raw.len() == 32 {
         let mut k = [0u8; 32];
         k.copy_from_slice(raw.as_bytes());
@@ -713,16 +723,21 @@ mod tests {
     fn masked_output_hides_secrets() {
         let c = Config {
             database_url: "postgres://u:hunter2@db/latch".into(),
-            masterkey: Some("MasterkeyNeedsToHave32Characters".into()),
+            masterkey: Some("AnotherMasterkeyOf32Characters!!".into()),
             ..Config::default()
         };
         let out = c.masked_toml();
-        assert!(!out.contains("hunter2") && !out.contains("MasterkeyNeeds"), "{out}");
+        assert!(!out.contains("hunter2") && !out.contains("AnotherMasterkey"), "{out}");
     }
 
     #[test]
     fn masterkey_forms() {
-        assert!(parse_masterkey("MasterkeyNeedsToHave32Characters").is_ok());
+        assert!(parse_masterkey("AnotherMasterkeyOf32Characters!!").is_ok());
+        let sample = parse_masterkey("MasterkeyNeedsToHave32Characters").unwrap_err();
+        assert!(sample.contains("sample") && sample.contains("openssl rand"), "{sample}");
+        let e = env(&[("LATCH_MASTERKEY", "MasterkeyNeedsToHave32Characters")]);
+        let msg = Config::load(None, &e).unwrap().validate().unwrap_err().to_string();
+        assert!(msg.contains("LATCH_MASTERKEY") && msg.contains("sample"), "{msg}");
         assert!(parse_masterkey("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=").is_ok());
         assert!(parse_masterkey("too short").is_err());
     }

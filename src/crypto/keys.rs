@@ -51,11 +51,32 @@ pub enum KeySpec {
 }
 
 impl KeySpec {
+    /// What latch makes when nothing else is asked for (OIDC requires RS256).
+    pub const DEFAULT: KeySpec = KeySpec::Rsa { bits: 2048 };
+
     pub fn alg(self) -> KeyAlg {
         match self {
             KeySpec::Rsa { .. } => KeyAlg::RS256,
             KeySpec::EcP256 => KeyAlg::ES256,
             KeySpec::Ed25519 => KeyAlg::EdDSA,
+        }
+    }
+
+    /// The name stored with a key: `rsa-2048`, `ecdsa-p256`, `ed25519`.
+    pub fn name(self) -> String {
+        match self {
+            KeySpec::Rsa { bits } => format!("rsa-{bits}"),
+            KeySpec::EcP256 => "ecdsa-p256".into(),
+            KeySpec::Ed25519 => "ed25519".into(),
+        }
+    }
+
+    /// The spec a stored [`name`](Self::name) stands for.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "ecdsa-p256" => Some(KeySpec::EcP256),
+            "ed25519" => Some(KeySpec::Ed25519),
+            _ => name.strip_prefix("rsa-")?.parse().ok().map(|bits| KeySpec::Rsa { bits }),
         }
     }
 }
@@ -252,6 +273,15 @@ mod tests {
             let again = SigningKey::from_pkcs8(spec.alg(), &der).unwrap();
             verify_with_jwk(alg, &again);
         }
+    }
+
+    #[test]
+    fn spec_names_round_trip() {
+        for spec in [KeySpec::Rsa { bits: 2048 }, KeySpec::Rsa { bits: 4096 }, KeySpec::EcP256, KeySpec::Ed25519] {
+            assert_eq!(KeySpec::parse(&spec.name()), Some(spec));
+        }
+        assert_eq!(KeySpec::parse("rsa-"), None);
+        assert_eq!(KeySpec::parse("dsa-1024"), None);
     }
 
     #[test]

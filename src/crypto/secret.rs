@@ -20,6 +20,14 @@ pub fn new_secret() -> String {
     URL_SAFE_NO_PAD.encode(random_bytes::<32>())
 }
 
+/// A new unguessable identifier: 128 random bits, base64url without padding (22 characters).
+/// For the ids that are no primary key but that revocations are keyed by (token `jti`, grant
+/// ids): unlike [`crate::id::new_id`], two replicas cannot make the same one (a collision is a
+/// 2^-64 chance after 2^32 ids), and none can be guessed from another.
+pub fn random_id() -> String {
+    URL_SAFE_NO_PAD.encode(random_bytes::<16>())
+}
+
 /// The SHA-256 digest under which a secret is stored.
 pub fn digest(secret: &str) -> Vec<u8> {
     Sha256::digest(secret.as_bytes()).to_vec()
@@ -45,5 +53,14 @@ mod tests {
         assert!(matches(&d, &a));
         assert!(!matches(&d, &b));
         assert!(!matches(&d[..31], &a));
+    }
+
+    #[test]
+    fn random_ids_carry_128_random_bits() {
+        let ids: std::collections::HashSet<String> = (0..1000).map(|_| random_id()).collect();
+        assert_eq!(ids.len(), 1000);
+        for id in &ids {
+            assert_eq!(URL_SAFE_NO_PAD.decode(id).map(|b| b.len()).ok(), Some(16), "{id}");
+        }
     }
 }

@@ -6,7 +6,6 @@ use serde_json::{Map, Value};
 
 use super::error::OAuthError;
 use super::scope::Scopes;
-use super::tokens::half_hash;
 use crate::app::AppState;
 use crate::domain::settings::OidcSettings;
 use crate::oidc::claims::{self, Subject};
@@ -127,7 +126,7 @@ pub async fn access_claims(
         exp: now + lifetime,
         iat: now,
         nbf: now,
-        jti: crate::id::new_id(),
+        jti: crate::crypto::secret::random_id(),
         client_id: g.client_id.clone(),
         scope: g.scopes.join(),
         sid: g.session_id.clone(),
@@ -223,18 +222,13 @@ pub async fn id_claims(
     Ok(m)
 }
 
-/// Signs an ID token, with the hashes of the access token and code that come along.
+/// Signs an ID token, with the hashes of the access token and code that come along (hashed
+/// for the algorithm of the key that signs it).
 pub fn sign_id(
     state: &AppState,
-    mut claims: Map<String, Value>,
+    claims: Map<String, Value>,
     access_token: Option<&str>,
     code: Option<&str>,
 ) -> Result<String, OAuthError> {
-    if let Some(at) = access_token {
-        claims.insert("at_hash".into(), half_hash(at).into());
-    }
-    if let Some(code) = code {
-        claims.insert("c_hash".into(), half_hash(code).into());
-    }
-    state.tokens.sign(None, &Value::Object(claims)).map_err(OAuthError::server_error)
+    state.tokens.sign_id_token(claims, access_token, code).map_err(OAuthError::server_error)
 }

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::crypto::aead::{Aead, Purpose};
+use crate::crypto::keys::KeyAlg;
 use crate::crypto::secret::random_bytes;
 use crate::keys::{KeyError, KeyManager, LoadedKey};
 use crate::store::{Db, StoreError, token_key};
@@ -70,6 +71,26 @@ impl TokenService {
     pub fn sign<T: Serialize>(&self, typ: Option<&str>, claims: &T) -> Result<String, TokenError> {
         let key = self.keys.active().ok_or(TokenError::NoActiveKey)?;
         sign_with(&key, typ, claims)
+    }
+
+    /// Signs ID token `claims` with the active key, adding `at_hash` and `c_hash` of the access
+    /// token and code that come along, hashed for that key's algorithm. The key is taken once,
+    /// so a rotation between hashing and signing cannot make the hashes disagree with the
+    /// signature's algorithm.
+    pub fn sign_id_token(
+        &self,
+        mut claims: serde_json::Map<String, serde_json::Value>,
+        access_token: Option<&str>,
+        code: Option<&str>,
+    ) -> Result<String, TokenError> {
+        let key = self.keys.active().ok_or(TokenError::NoActiveKey)?;
+        if let Some(at) = access_token {
+            claims.insert("at_hash".into(), half_hash(key.alg(), at).into());
+        }
+        if let Some(code) = code {
+            claims.insert("c_hash".into(), half_hash(key.alg(), code).into());
+        }
+        sign_with(&key, None, &serde_json::Value::Object(claims))
     }
 
     /// Verifies an ID token made by latch (any published key) and returns its claims: its
@@ -152,10 +173,29 @@ pub fn sign_with<T: Serialize>(key: &LoadedKey, typ: Option<&str>, claims: &T) -
     Ok(format!("{input}.{}", b64(&sig)))
 }
 
-/// `at_hash` / `c_hash`: the left half of the SHA-256 of the value, base64url (for RS256,
-/// ES256 and EdDSA keys latch uses SHA-256 as OIDC Core 3.1.3.6 specifies for 256-bit algs).
-pub fn half_hash(value: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let d = Sha256::digest(value.as_bytes());
-    b64(&d[..16])
+/// `at_hash` / `c_hash` (OIDC Core 3.1.3.6, 3.3.2.11): the left half of the hash of the value,
+/// base64url, with the hash of the ID token's signature algorithm: SHA-256 for RS256 and ES256,
+/// SHA-512 for EdDSA with Ed25519 (the only curve latch signs with), as OpenID Connect relying
+/// parties compute it for EdDSA (openid-client's `oidc-token-hash`).
+pub fn half_hash(alg: KeyAlg, value: &str) -> String {
+    use sha2::{Digest, Sha256, Sha512};
+    match alg {
+        KeyAlg::RS256 | KeyAlg::ES256 => b64(&Sha256::digest(value.as_bytes())[..16]),
+        KeyAlg::EdDSA => b64(&Sha512::digest(value.as_bytes())[..32]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_hash_follows_the_signature_algorithm() {
+        // An access token and its at_hash as RS256 and ES256 compute it (the left 16 bytes of
+        // SHA-256), and as EdDSA does (the left 32 bytes of SHA-512); computed with hashlib.
+        let at = "jHkWEdUXMU1BwAsC4vtUsZwnNvTIxEl0z9K3vx5KF0Y";
+        assert_eq!(half_hash(KeyAlg::RS256, at), "77QmUPtjPfzWtF2AnpK9RQ");
+        assert_eq!(half_hash(KeyAlg::ES256, at), "77QmUPtjPfzWtF2AnpK9RQ");
+        assert_eq!(half_hash(KeyAlg::EdDSA, at), "q7nS86GgvvFaZkzALLWqJYaJIKw2wCDAVfCAsm5CrBM");
+    }
 }

@@ -53,7 +53,7 @@ pub async fn notify(state: &AppState, c: &mut Conn, ended: &[Session]) -> Result
             "aud": client_id,
             "iat": now,
             "exp": now + LIFETIME,
-            "jti": crate::id::new_id(),
+            "jti": crate::crypto::secret::random_id(),
             "sid": sid,
             "events": { EVENT: {} },
         });

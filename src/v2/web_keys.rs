@@ -13,7 +13,7 @@ use crate::api::{ApiError, ApiJson, Caller};
 use crate::app::AppState;
 use crate::crypto::keys::KeySpec;
 use crate::domain::roles::Permission;
-use crate::keys::{KeyError, KeyState};
+use crate::keys::{KeyError, KeyState, LoadedKey};
 use crate::store::web_key;
 
 fn key_error(e: KeyError) -> ApiError {
@@ -201,6 +201,8 @@ pub async fn activate(
     Path(id): Path<String>,
 ) -> ApiResult<Json<ActivateWebKeyResponse>> {
     caller.require(Permission::WebKeyWrite)?;
+    // Read again: the key may have been created through another replica.
+    state.keys.reload().await.map_err(key_error)?;
     let now = state.clock.now();
     let set = state.keys.current();
     let key = set.keys.iter().find(|k| k.key_id == id);
@@ -236,17 +238,26 @@ pub async fn remove(
     state.keys.reload().await.map_err(key_error)?;
     let now = state.clock.now();
     let set = state.keys.current();
-    match set.keys.iter().find(|k| k.key_id == id) {
-        None => return Err(ApiError::not_found("web key not found").with_id("WEBKEY-NotFound")),
+    let not_found = || ApiError::not_found("web key not found").with_id("WEBKEY-NotFound");
+    let seen = match set.keys.iter().find(|k| k.key_id == id) {
+        None => return Err(not_found()),
         Some(k) if set.state(k, now) == KeyState::Active => {
             return Err(ApiError::precondition("the active key cannot be deleted; activate another key first")
                 .with_id("WEBKEY-Active"));
         }
-        Some(_) => {}
-    }
+        Some(k) => k.activate_at,
+    };
+    // Deleted only in the state seen here: a replica that activated it meanwhile wins.
     let mut c = state.db.conn().await?;
-    web_key::delete(&mut c, &id).await?;
+    let deleted = web_key::delete_inactive(&mut c, &id, seen, now).await?;
     drop(c);
     state.keys.reload().await.map_err(key_error)?;
-    Ok(Json(DeleteWebKeyResponse { deletion_date: ts(now) }))
+    match deleted {
+        true => Ok(Json(DeleteWebKeyResponse { deletion_date: ts(now) })),
+        false if LoadedKey::find(&state.keys.current(), &id).is_none() => Err(not_found()),
+        false => Err(ApiError::precondition(
+            "the key was activated or scheduled to sign while it was being deleted; list the keys and try again",
+        )
+        .with_id("WEBKEY-Changed")),
+    }
 }

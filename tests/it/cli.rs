@@ -3,7 +3,7 @@
 use crate::harness::{create_pg_database, drop_pg_database};
 use crate::process::{LatchProcess, base_env, command, free_port};
 
-const KEY: &str = "MasterkeyNeedsToHave32Characters";
+const KEY: &str = "TestOnlyMasterkeyOf32Characters!";
 
 #[test]
 fn a_configuration_error_is_one_line_naming_the_setting() {

@@ -52,6 +52,13 @@ on_both!(token_exchange, |srv| {
     assert_eq!(c["sub"], alice.as_str());
     assert_eq!(c["aud"], json!([project]));
     assert_eq!(c["scope"], "openid");
+    // The exchange starts a grant of its own, with a 128-bit random id like its token's jti.
+    let subject_claims = claims(&subject);
+    assert_ne!(c["gid"], subject_claims["gid"]);
+    assert_ne!(c["jti"], subject_claims["jti"]);
+    for id in [&c["gid"], &c["jti"]] {
+        assert_eq!(crate::token::id_bytes(id), 16, "{c}");
+    }
     // The access token keeps the narrowed audience; the ID token names the client as OIDC
     // Core requires (relying-party libraries refuse it otherwise).
     let id = claims(r.body["id_token"].as_str().unwrap());

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::browser::{Browser, param, pkce};
 use crate::process::{LatchProcess, base_env, call, free_port, post_form};
 
-const KEY: &str = "MasterkeyNeedsToHave32Characters";
+const KEY: &str = "TestOnlyMasterkeyOf32Characters!";
 const CB: &str = "https://app.example.com/cb";
 
 /// A PostgreSQL 15 server of the test's own.

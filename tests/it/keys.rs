@@ -1,7 +1,9 @@
 //! Signing key rotation with an injected clock, and the web key API.
 
 use latch::clock::Clock;
+use latch::crypto::keys::{KeyAlg, KeySpec};
 use latch::keys::{KeyManager, KeyState};
+use latch::store::web_key;
 use serde_json::{Value, json};
 
 use crate::on_both;
@@ -59,13 +61,156 @@ on_both!(rotation_publishes_before_signing_and_keeps_after, |srv| {
     assert_eq!(jwks_kids(srv).await.len(), 2, "the retired key is still published");
     assert_eq!(keys.current().state(&k1, t2), KeyState::Inactive);
 
-    // Once every token it signed has expired (12 h by default, plus a minute of grace), it goes.
-    srv.clock.set(t2 + 12 * 3600 + 30);
-    keys.maintain().await.unwrap();
-    assert_eq!(jwks_kids(srv).await.len(), 2);
+    // Once every token it signed has expired, it goes: 12 h (the default lifetimes) after the
+    // last replica stopped signing with it (up to a refresh interval later), plus a minute.
+    let keep = s.refresh_interval.as_secs() as i64 + 12 * 3600 + 60;
+    assert!(keep > 12 * 3600 + 61);
     srv.clock.set(t2 + 12 * 3600 + 61);
     keys.maintain().await.unwrap();
+    assert_eq!(jwks_kids(srv).await.len(), 2, "another replica may have signed with it a refresh interval longer");
+    srv.clock.set(t2 + keep);
+    keys.maintain().await.unwrap();
+    assert_eq!(jwks_kids(srv).await.len(), 2);
+    srv.clock.set(t2 + keep + 1);
+    keys.maintain().await.unwrap();
     assert_eq!(jwks_kids(srv).await, vec![k2.key_id.clone()]);
+});
+
+on_both!(shortened_lifetimes_keep_retired_keys_for_the_tokens_they_signed, |srv| {
+    let keys = &srv.state.keys;
+    let refresh = keys.settings().refresh_interval.as_secs() as i64;
+    let k1 = keys.active().unwrap().key_id.clone();
+    // k1 has signed tokens that live 12 h; then the lifetimes are shortened to an hour, and a
+    // moment later k2 takes over.
+    let t0 = srv.clock.now();
+    srv.put("/admin/v1/settings/oidc", json!({"accessTokenLifetime": "3600s", "idTokenLifetime": "3600s"})).await.ok();
+    let k2 = srv.post("/v2/web_keys", json!({})).await.ok()["id"].as_str().unwrap().to_string();
+    srv.clock.advance(5);
+    srv.post(&format!("/v2/web_keys/{k2}/_activate"), json!({})).await.ok();
+    let t2 = srv.clock.now();
+    // By the lifetimes of now k1 could go an hour later, but its 12 h tokens still need it.
+    srv.clock.set(t2 + refresh + 3600 + 61);
+    keys.maintain().await.unwrap();
+    assert!(jwks_kids(srv).await.contains(&k1), "tokens signed before the change are still valid");
+    srv.clock.set(t0 + refresh + 12 * 3600 + 60);
+    keys.maintain().await.unwrap();
+    assert!(jwks_kids(srv).await.contains(&k1));
+    srv.clock.set(t0 + refresh + 12 * 3600 + 61);
+    keys.maintain().await.unwrap();
+    assert_eq!(jwks_kids(srv).await, vec![k2.clone()], "then it goes");
+
+    // Lengthening them binds nothing in advance: a key retired later stays by the lifetimes
+    // of then, here 2 h.
+    srv.put("/admin/v1/settings/oidc", json!({"accessTokenLifetime": "7200s", "idTokenLifetime": "7200s"})).await.ok();
+    let k3 = srv.post("/v2/web_keys", json!({})).await.ok()["id"].as_str().unwrap().to_string();
+    srv.post(&format!("/v2/web_keys/{k3}/_activate"), json!({})).await.ok();
+    let t3 = srv.clock.now();
+    srv.clock.set(t3 + refresh + 7200 + 60);
+    keys.maintain().await.unwrap();
+    assert!(jwks_kids(srv).await.contains(&k2));
+    srv.clock.set(t3 + refresh + 7200 + 61);
+    keys.maintain().await.unwrap();
+    assert_eq!(jwks_kids(srv).await, vec![k3.clone()]);
+});
+
+/// Creates a key through the API and returns its id.
+async fn create_key(srv: &crate::harness::TestServer, body: Value) -> String {
+    srv.post("/v2/web_keys", body).await.ok()["id"].as_str().unwrap().to_string()
+}
+
+on_both!(rotation_keeps_the_algorithm_of_the_active_key, |srv| {
+    let keys = &srv.state.keys;
+    let s = keys.settings().clone();
+    // An Ed25519 key signs; an ECDSA key, created in advance, waits.
+    let ed = create_key(srv, json!({"ed25519": {}})).await;
+    srv.post(&format!("/v2/web_keys/{ed}/_activate"), json!({})).await.ok();
+    let ec = create_key(srv, json!({"ecdsa": {}})).await;
+    let since = keys.active().unwrap().activate_at.unwrap();
+
+    // Rotation is due: the successor is a new Ed25519 key; the ECDSA key is not scheduled (it
+    // signs only when activated through the API).
+    srv.clock.set(since + s.rotation_interval - s.prepublish + 1);
+    keys.maintain().await.unwrap();
+    let set = keys.current();
+    assert_eq!(set.keys.iter().find(|k| k.key_id == ec).unwrap().activate_at, None);
+    let next: Vec<_> = set.keys.iter().filter(|k| k.activate_at.is_some_and(|t| t > srv.clock.now())).collect();
+    assert_eq!(next.len(), 1);
+    assert_eq!((next[0].alg(), next[0].spec.as_str()), (KeyAlg::EdDSA, "ed25519"));
+    let (next_id, next_at) = (next[0].key_id.clone(), next[0].activate_at.unwrap());
+
+    // A key of the active key's algorithm created in advance is taken rather than a new one.
+    srv.clock.set(next_at);
+    assert_eq!(keys.active().unwrap().key_id, next_id);
+    let ready = create_key(srv, json!({"ed25519": {}})).await;
+    let ids = |set: &latch::keys::KeySet| set.keys.iter().map(|k| k.key_id.clone()).collect::<Vec<_>>();
+    let before = ids(&keys.current());
+    srv.clock.set(next_at + s.rotation_interval - s.prepublish + 1);
+    keys.maintain().await.unwrap();
+    let set = keys.current();
+    assert!(ids(&set).iter().all(|id| before.contains(id)), "no key generated");
+    assert!(set.keys.iter().find(|k| k.key_id == ready).unwrap().activate_at.is_some(), "scheduled");
+    assert_eq!(set.keys.iter().find(|k| k.key_id == ec).unwrap().activate_at, None);
+
+    // With no key signing at all, the one made to sign at once is of the newest key's kind.
+    let mut c = srv.state.db.conn().await.unwrap();
+    sqlx::query("UPDATE web_key SET activate_at = NULL").execute(&mut *c).await.unwrap();
+    drop(c);
+    keys.maintain().await.unwrap();
+    let active = keys.active().expect("a key signs again");
+    assert_eq!((active.alg(), active.spec.as_str()), (KeyAlg::EdDSA, "ed25519"));
+});
+
+on_both!(web_key_changes_between_replicas, |srv| {
+    let keys = &srv.state.keys;
+    let first = keys.active().unwrap().key_id.clone();
+    let other = KeyManager::new(
+        srv.state.db.clone(),
+        &srv.settings.masterkey.unwrap(),
+        srv.clock.clone(),
+        keys.settings().clone(),
+    )
+    .await
+    .unwrap();
+    // A key created through another replica can be activated here at once.
+    let mut c = srv.state.db.conn().await.unwrap();
+    let ec = other.create(&mut c, KeySpec::EcP256, None).await.unwrap();
+    drop(c);
+    srv.post(&format!("/v2/web_keys/{ec}/_activate"), json!({})).await.ok();
+    assert_eq!(keys.active().unwrap().key_id, ec);
+
+    // Keys created at once get generations of their own; none is refused.
+    let before = srv.count("web_key").await;
+    let body = || json!({"ed25519": {}});
+    let (a, b, c, d) = tokio::join!(
+        srv.post("/v2/web_keys", body()),
+        srv.post("/v2/web_keys", body()),
+        srv.post("/v2/web_keys", body()),
+        srv.post("/v2/web_keys", body())
+    );
+    let created: Vec<String> = [a, b, c, d].iter().map(|r| r.ok()["id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(srv.count("web_key").await, before + 4);
+
+    // A delete decided on a state that has changed since deletes nothing: `first`, retired,
+    // is activated again elsewhere before a stale replica removes it.
+    let seen = keys.current().keys.iter().find(|k| k.key_id == first).unwrap().activate_at;
+    srv.clock.advance(1);
+    srv.post(&format!("/v2/web_keys/{first}/_activate"), json!({})).await.ok();
+    let now = srv.clock.now();
+    let mut c = srv.state.db.conn().await.unwrap();
+    assert!(!web_key::delete_retired(&mut c, &first, seen, now + 86_400 * 365).await.unwrap());
+    assert!(!web_key::delete_inactive(&mut c, &first, seen, now).await.unwrap());
+    // Nor is the key that signs deleted, even in the state seen.
+    assert!(!web_key::delete_inactive(&mut c, &first, Some(now), now).await.unwrap());
+    // Nor a key seen unscheduled that another replica's rotation has scheduled since.
+    assert!(web_key::schedule(&mut c, &created[0], now + 3600, now, true).await.unwrap());
+    assert!(!web_key::delete_inactive(&mut c, &created[0], None, now).await.unwrap());
+    // The one it replaced, in the state seen, goes.
+    let ec_at = keys.current().keys.iter().find(|k| k.key_id == ec).unwrap().activate_at;
+    assert!(web_key::delete_inactive(&mut c, &ec, ec_at, now).await.unwrap());
+    drop(c);
+    keys.reload().await.unwrap();
+    assert_eq!(keys.active().unwrap().key_id, first);
+    assert!(keys.current().keys.iter().all(|k| k.key_id != ec));
 });
 
 fn states(list: &Value) -> Vec<(String, String)> {

@@ -8,7 +8,7 @@ use crate::browser::{Browser, param, pkce};
 use crate::harness::{create_pg_database, drop_pg_database};
 use crate::process::{LatchProcess, base_env, call, free_port, post_form};
 
-const KEY: &str = "MasterkeyNeedsToHave32Characters";
+const KEY: &str = "TestOnlyMasterkeyOf32Characters!";
 const CB: &str = "https://app.example.com/cb";
 
 #[tokio::test]

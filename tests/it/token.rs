@@ -63,6 +63,12 @@ pub fn header(jwt: &str) -> Value {
     serde_json::from_slice(&URL_SAFE_NO_PAD.decode(jwt.split('.').next().unwrap()).unwrap()).unwrap()
 }
 
+/// The length in bytes of a token or grant id that is base64url (latch's 128-bit random ids
+/// are 16 bytes); 0 for anything else.
+pub fn id_bytes(id: &Value) -> usize {
+    id.as_str().and_then(|s| URL_SAFE_NO_PAD.decode(s).ok()).map_or(0, |b| b.len())
+}
+
 /// Signs `alice` in through the pages and returns a fresh code with its PKCE verifier.
 pub async fn code_for(_srv: &TestServer, b: &Browser, client_id: &str, scope: &str) -> (String, String) {
     let (verifier, challenge) = pkce();
@@ -109,7 +115,7 @@ on_both!(authorization_code_exchange, |srv| {
     assert_eq!(id["azp"], client_id.as_str());
     assert_eq!(id["amr"], json!(["pwd"]));
     assert!(id["auth_time"].is_i64() && id["sid"].is_string());
-    assert_eq!(id["at_hash"], latch::oauth::tokens::half_hash(at));
+    assert_eq!(id["at_hash"], latch::oauth::tokens::half_hash(latch::crypto::keys::KeyAlg::RS256, at));
     assert!(id.get("email").is_none(), "profile claims come from userinfo when an access token is issued");
     assert_eq!(header(t["id_token"].as_str().unwrap())["kid"], srv.state.keys.active().unwrap().key_id.as_str());
 
@@ -423,6 +429,77 @@ on_both!(refresh_rotation_and_reuse_detection, |srv| {
     )
     .await
     .err(400, "unauthorized_client");
+});
+
+on_both!(token_and_grant_ids_are_128_bit_random, |srv| {
+    // Revocation is keyed by jti and grant id, which nothing else keeps unique: they must not
+    // repeat across replicas (time-ordered ids could) nor be guessable.
+    let (client_id, secret, _) = oidc_app(srv, json!({"accessTokenType": "OIDC_TOKEN_TYPE_JWT"})).await;
+    let secret = secret.unwrap();
+    let (opaque, opaque_secret, _) = oidc_app(srv, json!({"name": "opaque"})).await;
+    let opaque_secret = opaque_secret.unwrap();
+    human(srv, "alice", "Wonder-land1").await;
+    let b = Browser::new(srv);
+    let mut jtis = std::collections::HashSet::new();
+    let mut gids = std::collections::HashSet::new();
+    let jwt_client = (client_id.as_str(), secret.as_str());
+    for (client, secret) in [jwt_client, jwt_client, (opaque.as_str(), opaque_secret.as_str())] {
+        let (code, verifier) = code_for(srv, &b, client, "openid offline_access").await;
+        let t = exchange_code(srv, Some((client, secret)), &code, &verifier).await;
+        let first = latch::oauth::access::decode(&srv.state, t.ok()["access_token"].as_str().unwrap()).unwrap();
+        let rt = t.body["refresh_token"].as_str().unwrap();
+        let r = token(srv, Some((client, secret)), &[("grant_type", "refresh_token"), ("refresh_token", rt)]).await;
+        let next = latch::oauth::access::decode(&srv.state, r.ok()["access_token"].as_str().unwrap()).unwrap();
+        assert_eq!(next.gid, first.gid, "a refresh stays in its grant");
+        let gid = first.gid.clone().unwrap();
+        assert_eq!(id_bytes(&json!(gid)), 16, "{gid}");
+        assert!(gids.insert(gid));
+        for jti in [first.jti, next.jti] {
+            assert_eq!(id_bytes(&json!(jti)), 16, "{jti}");
+            assert!(jtis.insert(jti));
+        }
+    }
+});
+
+on_both!(at_hash_follows_the_signing_key, |srv| {
+    // OIDC Core 3.1.3.6: the hash of the ID token's algorithm, as relying parties check it
+    // (openid-client: SHA-512 for EdDSA with Ed25519), left half; computed here independently.
+    use sha2::Digest;
+    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    human(srv, "alice", "Wonder-land1").await;
+    let b = Browser::new(srv);
+    for (body, alg) in [
+        (json!({"ed25519": {}}), "EdDSA"),
+        (json!({"ecdsa": {"curve": "ECDSA_CURVE_P256"}}), "ES256"),
+        (json!({}), "RS256"),
+    ] {
+        let kid = srv.post("/v2/web_keys", body).await.ok()["id"].as_str().unwrap().to_string();
+        srv.post(&format!("/v2/web_keys/{kid}/_activate"), json!({})).await.ok();
+        let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+        let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await.ok().clone();
+        let rt = t["refresh_token"].as_str().unwrap();
+        let r =
+            token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", rt)]).await;
+        let jwks: Value = reqwest::get(srv.url("/oauth/v2/keys")).await.unwrap().json().await.unwrap();
+        let jwk = jwks["keys"].as_array().unwrap().iter().find(|k| k["kid"] == kid.as_str()).unwrap().clone();
+        let jwk: jsonwebtoken::jwk::Jwk = serde_json::from_value(jwk).unwrap();
+        for t in [&t, r.ok()] {
+            let (at, idt) = (t["access_token"].as_str().unwrap(), t["id_token"].as_str().unwrap());
+            let h = header(idt);
+            assert_eq!((h["alg"].as_str(), h["kid"].as_str()), (Some(alg), Some(kid.as_str())));
+            let expected = match alg {
+                "EdDSA" => URL_SAFE_NO_PAD.encode(&sha2::Sha512::digest(at)[..32]),
+                _ => URL_SAFE_NO_PAD.encode(&sha2::Sha256::digest(at)[..16]),
+            };
+            assert_eq!(claims(idt)["at_hash"], expected.as_str(), "{alg}");
+            let mut v = jsonwebtoken::Validation::new(alg.parse().unwrap());
+            v.set_audience(&[client_id.as_str()]);
+            v.validate_exp = false;
+            jsonwebtoken::decode::<Value>(idt, &jsonwebtoken::DecodingKey::from_jwk(&jwk).unwrap(), &v)
+                .expect("signed with the key its header names");
+        }
+    }
 });
 
 on_both!(code_reuse_revokes_the_refresh_chain, |srv| {

@@ -290,7 +290,7 @@ impl IssuedCode {
         IssuedCode {
             hash: secret::digest(&value),
             value,
-            grant_id: crate::id::new_id(),
+            grant_id: secret::random_id(),
             client_id: client.app.client_id.clone(),
             user_id: user_id.to_string(),
             session_id: s.session_id.clone(),

@@ -269,7 +269,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         auth_time: subject.auth_time,
         amr: subject.amr.clone(),
         session_id: None,
-        grant_id: Some(crate::id::new_id()),
+        grant_id: Some(crate::crypto::secret::random_id()),
         nonce: None,
         act,
     };
