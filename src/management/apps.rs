@@ -118,6 +118,14 @@ impl OidcAppRequest {
         }
         if !self.back_channel_logout_uri.is_empty() {
             validate::redirect_uri(req, "backChannelLogoutUri", &self.back_channel_logout_uri)?;
+            // latch itself posts to this URI (from inside the operator's network): https only,
+            // so that an organization owner cannot aim it at plain-http services around latch;
+            // http (a local receiver) in the application's dev mode.
+            if !self.dev_mode && !self.back_channel_logout_uri.starts_with("https://") {
+                return Err(ApiError::invalid(format!(
+                    "invalid {req}.backChannelLogoutUri: must be an https URI (http only in dev mode)"
+                )));
+            }
         }
         let clock_skew_ms = match self.clock_skew.as_deref().filter(|s| !s.is_empty()) {
             Some(s) => duration::parse(s)

@@ -185,6 +185,8 @@ on_both!(oidc_applications, |srv| {
         json!({"name": "x", "clockSkew": "6s"}),
         json!({"name": "x", "clockSkew": "soon"}),
         json!({"name": "x", "additionalOrigins": ["https://a.example/path"]}),
+        json!({"name": "x", "backChannelLogoutUri": "http://10.0.0.5:8080/admin"}),
+        json!({"name": "x", "backChannelLogoutUri": "ftp://a.example/logout"}),
         json!({"name": "x", "appType": "OIDC_APP_TYPE_TOASTER"}),
         json!({"name": "x", "authMethodType": 9}),
         json!({"name": "portal", "redirectUris": ["https://a.example/cb"]}),
