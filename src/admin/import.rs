@@ -12,8 +12,7 @@
 use std::collections::HashMap;
 
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use serde::{Deserialize, Serialize};
 
 use super::data::{Document, GcsTarget};
@@ -21,6 +20,7 @@ use super::export::{deadline_error, timeout};
 use super::gcs;
 use super::import_org::{self, Index, Outcome};
 use crate::api::error::ApiResult;
+use crate::api::json::read_limited;
 use crate::api::types::is_false;
 use crate::api::{ApiError, Caller};
 use crate::app::AppState;
@@ -28,7 +28,8 @@ use crate::domain::roles::Permission;
 use crate::management::import::notify;
 use crate::store::fold;
 
-/// Largest request body the import reads (the route's own limit; other routes keep 1 MiB).
+/// Largest request body the import reads (other routes keep 1 MiB), once the caller is
+/// authorized.
 pub const MAX_BODY: usize = 512 * 1024 * 1024;
 
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
@@ -137,8 +138,14 @@ pub struct ImportResponse {
 
 /// Imports organizations; set exactly one source.
 #[utoipa::path(post, path = "/import", request_body = ImportRequest, responses((status = 200, body = ImportResponse)))]
-pub async fn import(State(state): State<AppState>, caller: Caller, body: Bytes) -> ApiResult<Json<ImportResponse>> {
+pub async fn import(
+    State(state): State<AppState>,
+    caller: Caller,
+    request: Request,
+) -> ApiResult<Json<ImportResponse>> {
+    // The caller is authorized before the body, up to 512 MiB, is read.
     caller.require(Permission::IamWrite)?;
+    let body = read_limited(request, MAX_BODY).await?;
     let req = parse_request(&body)?;
     drop(body);
     let r = "ImportDataRequest";
