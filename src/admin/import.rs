@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use super::data::{Document, GcsTarget};
 use super::export::{deadline_error, timeout};
 use super::gcs;
-use super::import_org::{self, Index, Outcome};
+use super::import_org::{self, Index, Outcome, Target};
 use crate::api::error::ApiResult;
 use crate::api::json::read_limited;
 use crate::api::types::is_false;
@@ -296,10 +296,11 @@ async fn run(
         let mut c = state.db.conn().await?;
         Index::load(&mut c).await?
     };
+    let mut target = if dry_run { Target::DryRun(None) } else { Target::Commit };
     let mut notify_ids = Vec::new();
     for (i, org) in doc.orgs.into_iter().enumerate() {
         let Outcome { success, errors, skipped, notify } =
-            import_org::import(state, i, org, &mut index, &duplicates, dry_run).await?;
+            import_org::import(state, i, org, &mut index, &duplicates, &mut target).await?;
         report.errors.extend(errors);
         report.skipped.extend(skipped);
         if let Some(s) = success {
@@ -310,6 +311,7 @@ async fn run(
             }
         }
     }
+    target.finish().await?;
     Ok((report, notify_ids))
 }
 

@@ -272,6 +272,33 @@ on_both!(dry_run_reports_without_writing, |srv| {
     dst.stop().await;
 });
 
+on_both!(a_dry_run_sees_what_the_organizations_before_it_wrote, |srv| {
+    // Org B's member and project member are a user that org A brings; org C has A's name. A
+    // dry run must give what the import then does: B in, C refused (no 500).
+    let doc = json!({"orgs": [
+        {"orgId": "dry-a", "org": {"name": "Dry A"},
+         "humanUsers": [{"userId": "dry-a-1", "user": record("dry-ann", Some(AUTH0_BCRYPT), true)}]},
+        {"orgId": "dry-b", "org": {"name": "Dry B"},
+         "projects": [{"projectId": "dry-p", "project": {"name": "P"}}],
+         "orgMembers": [{"userId": "dry-a-1", "roles": ["ORG_OWNER"]}],
+         "projectMembers": [{"projectId": "dry-p", "userId": "dry-a-1", "roles": ["PROJECT_OWNER"]}]},
+        {"orgId": "dry-c", "org": {"name": "Dry A"}},
+    ]});
+    let before = counts(srv).await;
+    let dry = import(srv, json!({"dataOrgs": doc.clone(), "dry_run": true})).await;
+    assert_eq!(counts(srv).await, before, "a dry run writes nothing: {dry}");
+    let real = import(srv, json!({"dataOrgs": doc})).await;
+    assert_eq!(real["success"]["orgs"].as_array().unwrap().len(), 2, "{real}");
+    assert_eq!(real["errors"][0]["id"], "dry-c", "{real}");
+    assert!(real["errors"][0]["message"].as_str().unwrap().contains("another organization is named"), "{real}");
+    assert_eq!(dry["success"], real["success"], "the dry run reported what the import did: {dry}");
+    assert_eq!(dry["errors"], real["errors"]);
+    assert_eq!(dry["dryRun"], true);
+    let m =
+        srv.call_as(Some(&srv.pat), Some("dry-b"), "POST", "/management/v1/orgs/me/members/_search", json!({})).await;
+    assert!(m.ok().to_string().contains("dry-a-1"), "{}", m.text);
+});
+
 fn migration_body(org: &str, users: Value) -> Value {
     json!({"dataOrgs": {"orgs": [{"orgId": org, "humanUsers": users}]}, "timeout": "30m0s"})
 }
