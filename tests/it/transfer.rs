@@ -299,6 +299,54 @@ on_both!(a_dry_run_sees_what_the_organizations_before_it_wrote, |srv| {
     assert!(m.ok().to_string().contains("dry-a-1"), "{}", m.text);
 });
 
+on_both!(a_store_error_after_committed_orgs_still_reports_them, |srv| {
+    // The store refuses the second organization's row (an error that is no conflict): the
+    // first stays imported and the answer says so, instead of a bare 500.
+    let mut c = srv.state.db.conn().await.unwrap();
+    let statements: &[&str] = match srv.backend {
+        Backend::Sqlite => &["CREATE TRIGGER refuse_org BEFORE INSERT ON org WHEN NEW.org_id = 'o-2' \
+                              BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"],
+        Backend::Postgres => &[
+            "CREATE FUNCTION refuse_org() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             IF NEW.org_id = 'o-2' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$",
+            "CREATE TRIGGER refuse_org BEFORE INSERT ON org FOR EACH ROW EXECUTE FUNCTION refuse_org()",
+        ],
+    };
+    for sql in statements {
+        sqlx::query(sql).execute(&mut *c).await.unwrap();
+    }
+    drop(c);
+    let doc = json!({"orgs": [
+        {"orgId": "o-1", "org": {"name": "One"}, "humanUsers": [{"userId": "u-1", "user": record("one", None, true)}]},
+        {"orgId": "o-2", "org": {"name": "Two"}},
+        {"orgId": "o-3", "org": {"name": "Three"}},
+    ]});
+    let r = import(srv, json!({"dataOrgs": doc.clone()})).await;
+    assert_eq!(r["success"]["orgs"].as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(r["success"]["orgs"][0]["orgId"], "o-1");
+    assert_eq!(r["errors"][0]["id"], "o-2", "{r}");
+    let stopped = r["errors"][0]["message"].as_str().unwrap();
+    assert!(stopped.contains("internal error") && stopped.contains("stopped"), "{r}");
+    assert_eq!(r["errors"][1]["id"], "o-3", "{r}");
+    assert!(r["errors"][1]["message"].as_str().unwrap().contains("not attempted"), "{r}");
+    srv.get("/admin/v1/orgs/o-1").await.ok();
+    srv.get("/admin/v1/orgs/o-3").await.err(404, 5);
+    // The committed organization's user gets its message.
+    let outbox = srv.settings.data_dir.join("outbox");
+    let mut sent = false;
+    for _ in 0..100 {
+        sent = std::fs::read_dir(&outbox).is_ok_and(|d| d.count() == 1);
+        if sent {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(sent, "the imported user without a password was sent a code");
+    // Nothing was imported before the error: the error itself, as before.
+    let doc = json!({"orgs": [{"orgId": "o-2", "org": {"name": "Two"}}]});
+    srv.post("/admin/v1/import", json!({"dataOrgs": doc})).await.err(500, 13);
+});
+
 fn migration_body(org: &str, users: Value) -> Value {
     json!({"dataOrgs": {"orgs": [{"orgId": org, "humanUsers": users}]}, "timeout": "30m0s"})
 }
