@@ -132,9 +132,12 @@ pub struct GcsConfig {
     pub emulator_host: Option<String>,
 }
 
+/// Google's JSON API for Cloud Storage, where exports and imports go unless configured otherwise.
+pub const DEFAULT_GCS_ENDPOINT: &str = "https://storage.googleapis.com";
+
 impl Default for GcsConfig {
     fn default() -> Self {
-        Self { endpoint: "https://storage.googleapis.com".into(), emulator_host: None }
+        Self { endpoint: DEFAULT_GCS_ENDPOINT.into(), emulator_host: None }
     }
 }
 
