@@ -100,7 +100,7 @@ struct MigrateArgs {
     /// Where to write the import body.
     #[arg(long, default_value = "./importBody.json", value_name = "FILE")]
     output: PathBuf,
-    /// The import's time limit, written into the body (e.g. 30m, 1h30m).
+    /// The import's time limit, written into the body (e.g. 30m, 1h30m; at most 24h).
     #[arg(long, default_value = "30m", value_parser = parse_timeout)]
     timeout: Duration,
     /// Pretty-print the body.

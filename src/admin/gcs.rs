@@ -3,6 +3,12 @@
 //! assertion posted to its `token_uri` (jwt-bearer), and the access token goes along as a bearer.
 //! With `STORAGE_EMULATOR_HOST` set (the convention of Google's client libraries) the emulator
 //! is used without credentials.
+//!
+//! The key file comes with the request, so its `token_uri` is not trusted as a destination: it
+//! must be Google's token endpoint (https, `oauth2.googleapis.com`), or lie on the configured
+//! storage endpoint's own origin when that is not Google's (a gateway or a test double, which
+//! latch sends the bucket's requests to anyway). No redirect is followed, and what comes back
+//! (the token answer, the object) is read with a byte cap.
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE};
@@ -11,7 +17,7 @@ use serde::Deserialize;
 use super::data::GcsTarget;
 use crate::api::error::ApiResult;
 use crate::api::{ApiError, Code};
-use crate::config::Settings;
+use crate::config::{DEFAULT_GCS_ENDPOINT, Settings};
 
 #[derive(Debug, Clone, Deserialize)]
 struct ServiceAccount {
@@ -30,9 +36,13 @@ pub struct Bucket {
     client: reqwest::Client,
 }
 
-/// Largest object an import reads.
-const MAX_OBJECT: usize = 512 * 1024 * 1024;
+/// Largest object an import reads, the import's own body limit.
+const MAX_OBJECT: usize = super::import::MAX_BODY;
+/// Largest answer of a token endpoint (Google's is under 2 KiB).
+const MAX_TOKEN_ANSWER: usize = 64 * 1024;
 const SCOPE: &str = "https://www.googleapis.com/auth/devstorage.read_write";
+/// The host of Google's token endpoint, where a service account's `token_uri` points.
+const GOOGLE_TOKEN_HOST: &str = "oauth2.googleapis.com";
 
 fn unavailable(msg: impl Into<String>) -> ApiError {
     ApiError::new(Code::Unavailable, msg)
@@ -58,6 +68,10 @@ impl Bucket {
         if t.path.trim().is_empty() || t.path.len() > 1024 {
             return Err(ApiError::invalid(format!("invalid {field}.path: an object path is required")));
         }
+        // Google refuses these names, and no URL path can carry them as a segment.
+        if matches!(t.path.trim(), "." | "..") {
+            return Err(ApiError::invalid(format!("invalid {field}.path: '.' and '..' are not object names")));
+        }
         let account = match t.serviceaccount_json.trim() {
             "" => None,
             raw => {
@@ -81,15 +95,19 @@ impl Bucket {
         let (base, account) = match &settings.gcs_emulator {
             Some(emulator) => (emulator.clone(), None),
             None => {
-                if account.is_none() {
+                let Some(sa) = &account else {
                     return Err(ApiError::invalid(format!(
                         "invalid {field}.serviceaccount_json: credentials are required"
                     )));
-                }
+                };
+                check_token_uri(settings, &sa.token_uri).map_err(|why| {
+                    ApiError::invalid(format!("invalid {field}.serviceaccount_json: token_uri {why}"))
+                })?;
                 (settings.gcs_endpoint.clone(), account)
             }
         };
         let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(std::time::Duration::from_secs(600))
             .connect_timeout(std::time::Duration::from_secs(10))
             .build()
@@ -117,7 +135,10 @@ impl Bucket {
             .form(&[("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion.as_str())])
             .send()
             .await
-            .map_err(|e| unavailable(format!("the token endpoint of the service account is unreachable: {e}")))?;
+            .map_err(|e| {
+                tracing::warn!(error = %e, "the token endpoint of a service account is unreachable");
+                unavailable("the token endpoint of the service account is unreachable")
+            })?;
         if !r.status().is_success() {
             return Err(ApiError::denied(format!(
                 "the service account was refused a token (HTTP {})",
@@ -128,7 +149,12 @@ impl Bucket {
         struct Token {
             access_token: String,
         }
-        let t: Token = r.json().await.map_err(|e| unavailable(format!("the token endpoint answered badly: {e}")))?;
+        let answer = read_capped(r, MAX_TOKEN_ANSWER).await.map_err(|e| match e {
+            Capped::TooLarge => unavailable("the token endpoint answered badly: the answer is larger than 64 KiB"),
+            Capped::Read(e) => unavailable(format!("the token endpoint answered badly: {e}")),
+        })?;
+        let t: Token = serde_json::from_slice(&answer)
+            .map_err(|e| unavailable(format!("the token endpoint answered badly: {e}")))?;
         Ok(Some(t.access_token))
     }
 
@@ -143,8 +169,18 @@ impl Bucket {
         }
     }
 
+    /// The object name as one path segment or query value: every byte but RFC 3986's
+    /// unreserved characters percent-encoded (`/` as `%2F`, a space as `%20`, `+` as `%2B`).
     fn object(&self) -> String {
-        form_urlencoded::byte_serialize(self.path.as_bytes()).collect()
+        let mut out = String::with_capacity(self.path.len() * 3);
+        for b in self.path.bytes() {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                out.push(char::from(b));
+            } else {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+        out
     }
 
     pub async fn upload(&self, body: &[u8]) -> ApiResult<()> {
@@ -168,10 +204,48 @@ impl Bucket {
         }
         let r = req.send().await.map_err(|e| unavailable(format!("the bucket is unreachable: {e}")))?;
         self.check(r.status())?;
-        if r.content_length().is_some_and(|n| n as usize > MAX_OBJECT) {
-            return Err(ApiError::invalid("the object is larger than 512 MiB"));
-        }
-        let bytes = r.bytes().await.map_err(|e| unavailable(format!("reading the object failed: {e}")))?;
-        Ok(bytes.to_vec())
+        read_capped(r, MAX_OBJECT).await.map_err(|e| match e {
+            Capped::TooLarge => ApiError::invalid("the object is larger than 512 MiB"),
+            Capped::Read(e) => unavailable(format!("reading the object failed: {e}")),
+        })
     }
+}
+
+/// Whether a service account's `token_uri` may be asked for a token; why not otherwise.
+fn check_token_uri(settings: &Settings, raw: &str) -> Result<(), String> {
+    let uri = url::Url::parse(raw.trim()).map_err(|_| "is not a URL".to_string())?;
+    let google = uri.scheme() == "https" && uri.host_str() == Some(GOOGLE_TOKEN_HOST) && uri.port().is_none();
+    if google {
+        return Ok(());
+    }
+    let configured = settings.gcs_endpoint != DEFAULT_GCS_ENDPOINT;
+    let endpoint = url::Url::parse(&settings.gcs_endpoint).ok().filter(|_| configured);
+    if endpoint.is_some_and(|e| e.origin() == uri.origin()) {
+        return Ok(());
+    }
+    let or = if configured { " or on the configured storage endpoint" } else { "" };
+    Err(format!("must be on https://{GOOGLE_TOKEN_HOST}{or}"))
+}
+
+/// Why a capped read failed.
+enum Capped {
+    TooLarge,
+    Read(reqwest::Error),
+}
+
+/// Reads a response body of at most `cap` bytes, counted as they come, so a body without a
+/// `Content-Length` (or with a false one) is held to the same cap.
+async fn read_capped(mut r: reqwest::Response, cap: usize) -> Result<Vec<u8>, Capped> {
+    let announced = r.content_length().unwrap_or(0);
+    if announced > cap as u64 {
+        return Err(Capped::TooLarge);
+    }
+    let mut out = Vec::with_capacity(announced.min(16 << 20) as usize);
+    while let Some(chunk) = r.chunk().await.map_err(Capped::Read)? {
+        if out.len() + chunk.len() > cap {
+            return Err(Capped::TooLarge);
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
 }

@@ -12,15 +12,15 @@
 use std::collections::HashMap;
 
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use serde::{Deserialize, Serialize};
 
 use super::data::{Document, GcsTarget};
 use super::export::{deadline_error, timeout};
 use super::gcs;
-use super::import_org::{self, Index, Outcome};
+use super::import_org::{self, Index, Outcome, Target};
 use crate::api::error::ApiResult;
+use crate::api::json::read_limited;
 use crate::api::types::is_false;
 use crate::api::{ApiError, Caller};
 use crate::app::AppState;
@@ -28,7 +28,8 @@ use crate::domain::roles::Permission;
 use crate::management::import::notify;
 use crate::store::fold;
 
-/// Largest request body the import reads (the route's own limit; other routes keep 1 MiB).
+/// Largest request body the import reads (other routes keep 1 MiB), once the caller is
+/// authorized.
 pub const MAX_BODY: usize = 512 * 1024 * 1024;
 
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
@@ -137,8 +138,14 @@ pub struct ImportResponse {
 
 /// Imports organizations; set exactly one source.
 #[utoipa::path(post, path = "/import", request_body = ImportRequest, responses((status = 200, body = ImportResponse)))]
-pub async fn import(State(state): State<AppState>, caller: Caller, body: Bytes) -> ApiResult<Json<ImportResponse>> {
+pub async fn import(
+    State(state): State<AppState>,
+    caller: Caller,
+    request: Request,
+) -> ApiResult<Json<ImportResponse>> {
+    // The caller is authorized before the body, up to 512 MiB, is read.
     caller.require(Permission::IamWrite)?;
+    let body = read_limited(request, MAX_BODY).await?;
     let req = parse_request(&body)?;
     drop(body);
     let r = "ImportDataRequest";
@@ -169,14 +176,13 @@ pub async fn import(State(state): State<AppState>, caller: Caller, body: Bytes) 
         };
         run(&state, doc, dry_run, &mut progress).await
     };
-    match tokio::time::timeout(limit, work).await {
-        Ok(result) => {
-            let (report, notify_ids) = result?;
-            if !notify_ids.is_empty() {
-                tokio::spawn(send_messages(state.clone(), notify_ids));
-            }
-            Ok(Json(report))
-        }
+    let finished = tokio::time::timeout(limit, work).await;
+    // The users of every organization committed get their messages, whatever came after.
+    if !progress.notify.is_empty() {
+        tokio::spawn(send_messages(state.clone(), std::mem::take(&mut progress.notify)));
+    }
+    match finished {
+        Ok(report) => Ok(Json(report?)),
         Err(_) => {
             let mut e = deadline_error("import");
             e.message = if progress.done.is_empty() {
@@ -193,9 +199,13 @@ pub async fn import(State(state): State<AppState>, caller: Caller, body: Bytes) 
     }
 }
 
+/// What an import has done so far, for an answer cut short.
 #[derive(Default)]
 struct Progress {
+    /// The organizations imported (committed, or checked and written in a dry run).
     done: Vec<String>,
+    /// The users who get a message (SPEC.md 4.11): those of committed organizations.
+    notify: Vec<String>,
 }
 
 fn json_error(field: &str, e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
@@ -276,34 +286,52 @@ pub fn check_offline(body: &[u8], now: i64) -> ApiResult<Vec<ImportItem>> {
     Ok(doc.orgs.iter().enumerate().flat_map(|(i, org)| import_org::check_offline(i, org, &duplicates, now)).collect())
 }
 
-/// Imports every organization of `doc` in order.
-async fn run(
-    state: &AppState,
-    doc: Document,
-    dry_run: bool,
-    progress: &mut Progress,
-) -> ApiResult<(ImportResponse, Vec<String>)> {
+/// Imports every organization of `doc` in order. An error of the store (internal or
+/// unavailable) in one organization stops the import there; when organizations before it were
+/// imported the answer is still the report, with that error and the organizations not
+/// attempted under `errors`, since what was committed stays.
+async fn run(state: &AppState, doc: Document, dry_run: bool, progress: &mut Progress) -> ApiResult<ImportResponse> {
     let mut report = ImportResponse { dry_run, ..ImportResponse::default() };
     let duplicates = duplicates(&doc);
     let mut index = {
         let mut c = state.db.conn().await?;
         Index::load(&mut c).await?
     };
-    let mut notify_ids = Vec::new();
-    for (i, org) in doc.orgs.into_iter().enumerate() {
-        let Outcome { success, errors, skipped, notify } =
-            import_org::import(state, i, org, &mut index, &duplicates, dry_run).await?;
+    let mut target = if dry_run { Target::DryRun(None) } else { Target::Commit };
+    let mut orgs = doc.orgs.into_iter().enumerate();
+    while let Some((i, org)) = orgs.next() {
+        let org_id = org.org_id.trim().to_string();
+        let outcome = match import_org::import(state, i, org, &mut index, &duplicates, &mut target).await {
+            Ok(o) => o,
+            Err(e) if !progress.done.is_empty() => {
+                let note = "the import stopped here: the organizations before it were imported, those after it were not attempted";
+                report.errors.push(ImportItem::new(
+                    "org",
+                    &org_id,
+                    format!("{} (organization {org_id} was not imported; {note})", e.message),
+                ));
+                for (_, rest) in orgs.by_ref() {
+                    let id = rest.org_id.trim();
+                    let message = format!("not attempted: the import stopped at organization {org_id}");
+                    report.errors.push(ImportItem::new("org", id, message));
+                }
+                break;
+            }
+            Err(e) => return Err(e),
+        };
+        let Outcome { success, errors, skipped, notify } = outcome;
         report.errors.extend(errors);
         report.skipped.extend(skipped);
         if let Some(s) = success {
             progress.done.push(s.org_id.clone());
             report.success.orgs.push(s);
             if !dry_run {
-                notify_ids.extend(notify);
+                progress.notify.extend(notify);
             }
         }
     }
-    Ok((report, notify_ids))
+    target.finish().await?;
+    Ok(report)
 }
 
 /// User names and user ids that occur more than once in the document: every occurrence after

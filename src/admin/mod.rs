@@ -27,7 +27,6 @@ pub fn api() -> Table {
     Table::new("/admin/v1")
         .post("/export", export::export)
         .post("/import", import::import)
-        .body_limit(import::MAX_BODY)
         .post("/orgs/_setup", orgs::setup)
         .post("/orgs/_search", orgs::search)
         .get("/orgs/{id}", orgs::get)

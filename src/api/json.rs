@@ -2,7 +2,9 @@
 //! accepts both `camelCase` and `snake_case` field names, ignores unknown fields, treats an empty
 //! body as `{}`, and reports malformed input as `InvalidArgument` naming the offending field.
 
-use axum::body::Bytes;
+use std::pin::Pin;
+
+use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{FromRequest, Request};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -78,6 +80,38 @@ pub fn has_nul_escape(raw: &[u8]) -> bool {
     raw.windows(6)
         .enumerate()
         .any(|(i, w)| w == b"\\u0000" && raw[..i].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 0)
+}
+
+/// Reads the body of `req`, at most `limit` bytes: a larger `Content-Length` is refused before
+/// anything is read, and the bytes are counted as they come (a body without a length is held to
+/// the same limit). For a route that authorizes its caller before it reads a large body; more is
+/// `InvalidArgument`, like a body over [`MAX_BODY`] elsewhere.
+pub async fn read_limited(req: Request, limit: usize) -> Result<Vec<u8>, ApiError> {
+    let size = if limit % (1 << 20) == 0 { format!("{} MiB", limit >> 20) } else { format!("{limit} bytes") };
+    let too_large = || ApiError::invalid(format!("the request body is larger than {size}"));
+    let announced = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0)
+        .max(req.body().size_hint().lower());
+    if announced > limit as u64 {
+        return Err(too_large());
+    }
+    let mut body: Body = req.into_body();
+    // Room for what the length announces, within reason: the bytes are not there yet.
+    let mut out = Vec::with_capacity(announced.min(16 << 20) as usize);
+    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+        let frame = frame.map_err(|e| ApiError::invalid(format!("cannot read the request body: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            if out.len() + data.len() > limit {
+                return Err(too_large());
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(out)
 }
 
 /// Parses a body into `T` with the rules above.

@@ -3,7 +3,7 @@
 //! OpenAPI test reads the same list, so a handler the document does not describe cannot hide.
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request};
+use axum::extract::Request;
 use axum::handler::Handler;
 use axum::http::Method;
 use axum::middleware::Next;
@@ -50,15 +50,6 @@ impl Table {
 
     pub fn delete<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
         self.add(Method::DELETE, path, delete(h))
-    }
-
-    /// Raises the body size limit of the operation added last.
-    pub fn body_limit(mut self, bytes: usize) -> Self {
-        if let Some(last) = self.routes.pop() {
-            let handler = last.handler.layer(DefaultBodyLimit::max(bytes));
-            self.routes.push(Route { handler, ..last });
-        }
-        self
     }
 
     /// `(method, full path)` of every operation, in the OpenAPI path syntax (`/users/{user_id}`).

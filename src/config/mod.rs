@@ -136,9 +136,12 @@ pub struct GcsConfig {
     pub emulator_host: Option<String>,
 }
 
+/// Google's JSON API for Cloud Storage, where exports and imports go unless configured otherwise.
+pub const DEFAULT_GCS_ENDPOINT: &str = "https://storage.googleapis.com";
+
 impl Default for GcsConfig {
     fn default() -> Self {
-        Self { endpoint: "https://storage.googleapis.com".into(), emulator_host: None }
+        Self { endpoint: DEFAULT_GCS_ENDPOINT.into(), emulator_host: None }
     }
 }
 
@@ -358,14 +361,26 @@ impl Config {
         }
         let smtp = self.smtp.validate(issuer_url.host_str().unwrap_or("localhost"))?;
         let pw = &self.password;
-        if !(8..=4 * 1024 * 1024).contains(&pw.argon2_memory_kib)
-            || !(1..=100).contains(&pw.argon2_iterations)
-            || !(1..=64).contains(&pw.argon2_parallelism)
-            || pw.argon2_memory_kib < 8 * pw.argon2_parallelism
+        // The bounds of an imported argon2 hash: a hash latch writes must be one that another
+        // latch accepts when the users are moved (export and import).
+        use crate::crypto::hashes::{ARGON2_LANES, ARGON2_MEMORY_KIB, ARGON2_TIME};
+        if !ARGON2_MEMORY_KIB.contains(&u64::from(pw.argon2_memory_kib))
+            || !ARGON2_TIME.contains(&u64::from(pw.argon2_iterations))
+            || !ARGON2_LANES.contains(&u64::from(pw.argon2_parallelism))
+            || u64::from(pw.argon2_memory_kib) < 8 * u64::from(pw.argon2_parallelism)
         {
-            return Err(err(
-                "password.argon2_* (LATCH_PASSWORD_ARGON2_MEMORY_KIB, _ITERATIONS, _PARALLELISM): memory 8 KiB to 4 GiB (at least 8 KiB per lane), 1 to 100 iterations, 1 to 64 lanes",
-            ));
+            return Err(err(format!(
+                "password.argon2_* (LATCH_PASSWORD_ARGON2_MEMORY_KIB, _ITERATIONS, _PARALLELISM): memory {} to {} KiB (512 MiB; at least 8 KiB per lane), {} to {} iterations, {} to {} lanes, the bounds latch accepts in an imported hash (got memory {}, iterations {}, lanes {})",
+                ARGON2_MEMORY_KIB.start(),
+                ARGON2_MEMORY_KIB.end(),
+                ARGON2_TIME.start(),
+                ARGON2_TIME.end(),
+                ARGON2_LANES.start(),
+                ARGON2_LANES.end(),
+                pw.argon2_memory_kib,
+                pw.argon2_iterations,
+                pw.argon2_parallelism,
+            )));
         }
         let fi = &self.firstinstance;
         for (name, env, v) in [

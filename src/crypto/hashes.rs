@@ -34,7 +34,7 @@ mod phc;
 #[cfg(test)]
 mod tests;
 
-pub use phc::needs_rehash;
+pub use phc::{ARGON2_LANES, ARGON2_MEMORY_KIB, ARGON2_TIME, needs_rehash};
 
 /// The longest hash string considered. Real ones stay under 200 characters.
 pub const MAX_HASH_LEN: usize = 512;

@@ -95,6 +95,12 @@ fn percent_encode(text: &str) -> String {
     out
 }
 
+/// Whether `secret` is one the import and the login read: base32 as [`decode_secret`] takes
+/// it, 10 to 128 bytes. The migration tool checks its output with it.
+pub fn check_secret(secret: &str) -> Result<(), TotpError> {
+    decode_secret(secret).map(|_| ())
+}
+
 /// Base32 as apps and exports write it: either case, padding optional, trailing bits ignored
 /// (some systems generate secrets as random base32 characters). Anything else is refused.
 fn decode_secret(secret: &str) -> Result<Vec<u8>, TotpError> {

@@ -15,6 +15,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::Error;
+use crate::management::import::{self, ImportHumanUserRequest};
+use crate::management::users::{EmailInput, PhoneInput, ProfileInput};
 
 /// `DataHumanUser`: one user of the organization.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -50,6 +52,37 @@ pub struct ImportUser {
     pub password_change_required: bool,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub otp_code: String,
+}
+
+impl ImportUser {
+    /// The record as the import reads it (the body's JSON, deserialized), for the import's own
+    /// checks.
+    pub fn to_request(&self) -> ImportHumanUserRequest {
+        let p = &self.profile;
+        ImportHumanUserRequest {
+            user_name: self.user_name.clone(),
+            profile: Some(ProfileInput {
+                first_name: p.first_name.clone(),
+                last_name: p.last_name.clone(),
+                nick_name: p.nick_name.clone(),
+                display_name: p.display_name.clone(),
+                preferred_language: p.preferred_language.clone(),
+                ..ProfileInput::default()
+            }),
+            email: Some(EmailInput {
+                email: self.email.email.clone(),
+                is_email_verified: self.email.is_email_verified,
+            }),
+            phone: self
+                .phone
+                .as_ref()
+                .map(|p| PhoneInput { phone: p.phone.clone(), is_phone_verified: p.is_phone_verified }),
+            hashed_password: self.hashed_password.as_ref().map(|h| import::HashedPassword { value: h.value.clone() }),
+            password_change_required: self.password_change_required,
+            otp_code: self.otp_code.clone(),
+            ..ImportHumanUserRequest::default()
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -291,6 +324,22 @@ mod tests {
             let (_f, text) = write(empty, &[]);
             let v: serde_json::Value = serde_json::from_str(&text).unwrap();
             assert_eq!(v["dataOrgs"]["orgs"][0]["humanUsers"], serde_json::json!([]));
+        }
+    }
+
+    #[test]
+    fn the_record_checked_is_the_one_the_import_reads() {
+        let mut u = user("1");
+        u.user.profile.nick_name = "Countess".into();
+        u.user.profile.display_name = "Ada L.".into();
+        u.user.profile.preferred_language = "en".into();
+        u.user.phone = Some(Phone { phone: "+41790000000".into(), is_phone_verified: true });
+        u.user.password_change_required = true;
+        u.user.otp_code = "JBSWY3DPEHPK3PXP".into();
+        for u in [u, user("2")] {
+            let read: crate::admin::data::DataHumanUser =
+                serde_json::from_value(serde_json::to_value(&u).unwrap()).unwrap();
+            assert_eq!(serde_json::to_value(&read.user).unwrap(), serde_json::to_value(u.user.to_request()).unwrap());
         }
     }
 

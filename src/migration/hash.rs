@@ -16,6 +16,8 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 use data_encoding::BASE32_NOPAD;
 use serde_json::Value;
 
+use crate::crypto::totp;
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HashError {
     /// An algorithm latch cannot verify; the payload names it.
@@ -120,21 +122,24 @@ pub fn auth0(hash: &str) -> Result<String, HashError> {
 /// what Keycloak showed the user in the QR code was the base32 encoding of those bytes.
 /// The import's `otpCode` is that base32 form (the `secret` of an `otpauth://` URI), so: a
 /// BASE32 secret is kept (normalised: upper case, no spaces or padding), any other is the
-/// base32 of its bytes. Both give the authenticator app the same key it already has.
+/// base32 of its bytes. Both give the authenticator app the same key it already has. Either
+/// must then pass the import's own check of a secret (its lenient base32, 10 to 128 bytes).
 pub fn keycloak_otp(secret: &str, encoding: Option<&str>) -> Result<String, HashError> {
     if secret.is_empty() {
         return Err(HashError::Malformed("the OTP secret is empty".into()));
     }
-    if encoding.is_some_and(|e| e.eq_ignore_ascii_case("BASE32")) {
-        let normalised: String =
-            secret.chars().filter(|c| !c.is_whitespace() && *c != '=').map(|c| c.to_ascii_uppercase()).collect();
-        BASE32_NOPAD
-            .decode(normalised.as_bytes())
-            .map_err(|_| HashError::Malformed("the BASE32 OTP secret is not base32".into()))?;
-        Ok(normalised)
+    let code = if encoding.is_some_and(|e| e.eq_ignore_ascii_case("BASE32")) {
+        secret.chars().filter(|c| !c.is_whitespace() && *c != '=').map(|c| c.to_ascii_uppercase()).collect()
     } else {
-        Ok(BASE32_NOPAD.encode(secret.as_bytes()))
-    }
+        BASE32_NOPAD.encode(secret.as_bytes())
+    };
+    totp::check_secret(&code).map_err(|e| {
+        HashError::Malformed(match e {
+            totp::TotpError::NotBase32 => "the BASE32 OTP secret is not base32".to_string(),
+            other => other.to_string(),
+        })
+    })?;
+    Ok(code)
 }
 
 fn positive(iterations: i64) -> Result<u32, HashError> {

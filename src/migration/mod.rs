@@ -34,7 +34,8 @@ pub struct Options {
     pub org: String,
     /// Where the body goes (written to a temporary file next to it, then renamed).
     pub output: PathBuf,
-    /// Written into the body as a Go duration string (`30m0s`).
+    /// Written into the body as a Go duration string (`30m0s`); at most 24 hours, as the import
+    /// accepts.
     pub timeout: Duration,
     /// Pretty-printed output.
     pub multiline: bool,
@@ -74,6 +75,9 @@ impl Options {
         }
         if self.timeout.is_zero() || self.timeout.subsec_nanos() != 0 {
             return Err(Error::Usage("--timeout must be a positive whole number of seconds, like 30m or 1h30m".into()));
+        }
+        if self.timeout > crate::admin::export::MAX_TIMEOUT {
+            return Err(Error::Usage("--timeout must be at most 24h, the longest the import accepts".into()));
         }
         Ok(())
     }

@@ -1,19 +1,23 @@
 //! The rules both converters share. A converter turns a source user into a [`Candidate`] (or
-//! skips it); the [`Sink`] applies the import's requirements (first and last name, an e-mail
-//! address, a `+` phone number, unique ids and user names), writes the user and keeps the
-//! summary.
+//! skips it); the [`Sink`] applies the import's requirements (an id, first and last name, an
+//! e-mail address, a `+` phone number, unique ids and user names, then the import's own check
+//! of the record), writes the user and keeps the summary.
 
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash as _, Hasher as _};
 
 use indicatif::ProgressBar;
+use sha2::{Digest, Sha256};
 
 use super::body::{BodyWriter, Email, HashedPassword, HumanUser, ImportUser, Phone, Profile, UserState};
 use super::{Error, Options, Summary};
 use crate::domain::validate;
+use crate::management::import::check_record;
 
 /// Field limits of the import record (zitadel-interface.md section 5).
 const NAME_MAX: usize = 200;
+/// The longest user id the import takes.
+const ID_MAX: usize = 200;
 /// How many users without an e-mail address the error message names.
 const MISSING_LISTED: usize = 20;
 
@@ -89,26 +93,40 @@ impl<'a> Sink<'a> {
         self.summary.notices.add(what, user);
     }
 
+    /// Writes a user, or skips it with a reason: without a user name, a repeated id or user
+    /// name, or refused by the import's own checks of a user ([`import_check`]), so that the
+    /// body always imports. A user without an id gets one derived from the organization and
+    /// its user name ([`derived_id`]).
     pub fn accept(&mut self, c: Candidate) -> Result<(), Error> {
         if c.user_name.trim().is_empty() {
             self.skip(&c.label, "no user name");
             return Ok(());
         }
-        if !c.user_id.is_empty() && !self.ids.insert(key(&c.user_id)) {
+        // Notices count only for users written.
+        let mut notes: Vec<&'static str> = Vec::new();
+        let user_id = match c.user_id.trim() {
+            "" => {
+                notes.push("no user id in the export, one derived from the organization and the user name");
+                derived_id(&self.opts.org, &c.user_name)
+            }
+            id => id.to_string(),
+        };
+        let (id_key, name_key) = (key(&user_id), key(&c.user_name.to_lowercase()));
+        if self.ids.contains(&id_key) {
             self.skip(&c.label, "duplicate user id");
             return Ok(());
         }
-        if !self.names.insert(key(&c.user_name.to_lowercase())) {
+        if self.names.contains(&name_key) {
             self.skip(&c.label, "duplicate user name");
             return Ok(());
         }
-        let Some(email) = self.email(&c) else {
+        let Some(email) = self.email(&c, &mut notes) else {
             return Ok(());
         };
         let (first_name, last_name, display_name, filled) =
             names(&c.first_name, &c.last_name, &c.full_name, &c.user_name);
         if filled {
-            self.notice(&c.label, "first or last name missing, filled in");
+            notes.push("first or last name missing, filled in");
         }
         let phone = match c.phone.trim() {
             "" => None,
@@ -116,12 +134,12 @@ impl<'a> Sink<'a> {
                 Some(Phone { phone: p.to_string(), is_phone_verified: c.phone_verified })
             }
             _ => {
-                self.notice(&c.label, "phone number not in international form (+...), dropped");
+                notes.push("phone number not in international form (+...), dropped");
                 None
             }
         };
         let user = HumanUser {
-            user_id: c.user_id,
+            user_id,
             user: ImportUser {
                 user_name: c.user_name,
                 profile: Profile {
@@ -139,6 +157,15 @@ impl<'a> Sink<'a> {
             },
             state: c.inactive.then_some(UserState::Inactive),
         };
+        if let Err(why) = import_check(&user) {
+            self.skip(&c.label, &format!("refused by the import's checks: {why}"));
+            return Ok(());
+        }
+        self.ids.insert(id_key);
+        self.names.insert(name_key);
+        for note in notes {
+            self.notice(&c.label, note);
+        }
         self.writer.push(&user)?;
         let s = &mut self.summary;
         s.written += 1;
@@ -151,17 +178,17 @@ impl<'a> Sink<'a> {
 
     /// The user's e-mail address, or `{user name}@DOMAIN` (unverified) when it has none or an
     /// unusable one. Without `--email-domain` such users are counted for the final error.
-    fn email(&mut self, c: &Candidate) -> Option<Email> {
+    fn email(&mut self, c: &Candidate, notes: &mut Vec<&'static str>) -> Option<Email> {
         let given = c.email.trim();
         if !given.is_empty() {
             if validate::email("", "", given).is_ok() {
                 return Some(Email { email: given.to_string(), is_email_verified: c.email_verified });
             }
-            self.notice(&c.label, "e-mail address not valid, treated as missing");
+            notes.push("e-mail address not valid, treated as missing");
         }
         match &self.opts.email_domain {
             Some(domain) => {
-                self.notice(&c.label, "e-mail filled in from --email-domain, unverified");
+                notes.push("e-mail filled in from --email-domain, unverified");
                 Some(Email { email: format!("{}@{domain}", local_part(&c.user_name)), is_email_verified: false })
             }
             None => {
@@ -198,6 +225,36 @@ impl<'a> Sink<'a> {
         self.writer.finish(self.opts.timeout)?;
         Ok(s)
     }
+}
+
+/// The checks `POST /admin/v1/import` makes of each user of an organization that do not
+/// depend on the target instance: the record (user name, profile, e-mail, phone, password
+/// hash, OTP secret; [`check_record`], the same function) and the id. One user refused there
+/// would keep its whole organization out, so such a user is skipped here instead.
+fn import_check(u: &HumanUser) -> Result<(), String> {
+    if u.user_id.len() > ID_MAX {
+        return Err(format!("userId is longer than {ID_MAX} characters"));
+    }
+    check_record(&u.user.to_request(), "user").map(|_| ()).map_err(|e| e.message)
+}
+
+/// A stable id for a user the export gives none (the import requires one): a name-based
+/// UUID (RFC 9562 version 8, from SHA-256) of the target organization and the lower-case user
+/// name. Converting the same export for the same organization again gives the same ids, so a
+/// second import skips the users it already has; user names are unique in an instance, so no
+/// two users get the same id.
+pub(crate) fn derived_id(org: &str, user_name: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(b"latch migrate user id\0");
+    h.update(org.trim().as_bytes());
+    h.update(b"\0");
+    h.update(user_name.trim().to_lowercase().as_bytes());
+    let digest = h.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    bytes[6] = (bytes[6] & 0x0f) | 0x80; // version 8
+    bytes[8] = (bytes[8] & 0x3f) | 0x80; // the RFC variant
+    uuid::Uuid::from_bytes(bytes).hyphenated().to_string()
 }
 
 /// A 128-bit digest standing in for a string in the sets and maps that grow with the input

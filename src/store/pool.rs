@@ -319,6 +319,24 @@ impl Tx {
         self.conn.dirty = false;
         Ok(())
     }
+
+    /// Marks a point inside the transaction that [`Tx::rollback_to_savepoint`] returns to (one
+    /// level; both stores accept the same statements).
+    pub async fn savepoint(&mut self) -> Result<(), sqlx::Error> {
+        self.conn.execute("SAVEPOINT part").await.map(|_| ())
+    }
+
+    /// Keeps what was written since [`Tx::savepoint`], as part of the transaction.
+    pub async fn release_savepoint(&mut self) -> Result<(), sqlx::Error> {
+        self.conn.execute("RELEASE SAVEPOINT part").await.map(|_| ())
+    }
+
+    /// Undoes what was written since [`Tx::savepoint`] (also after a failed statement, which
+    /// on PostgreSQL leaves the transaction usable again) and ends the savepoint.
+    pub async fn rollback_to_savepoint(&mut self) -> Result<(), sqlx::Error> {
+        self.conn.execute("ROLLBACK TO SAVEPOINT part").await?;
+        self.conn.execute("RELEASE SAVEPOINT part").await.map(|_| ())
+    }
 }
 
 impl Deref for Tx {

@@ -136,6 +136,35 @@ fn the_example_configuration_file_is_valid() {
 }
 
 #[test]
+fn argon2_settings_stay_within_what_an_import_accepts() {
+    // At the bounds of an imported argon2 hash the configuration is valid, and a hash with
+    // those parameters passes the import's check, so another latch takes what this one exports.
+    let dir = tempfile::tempdir().unwrap();
+    let at = |memory: &str, iterations: &str, lanes: &str| {
+        let env = vec![
+            ("LATCH_PASSWORD_ARGON2_MEMORY_KIB".to_string(), memory.to_string()),
+            ("LATCH_PASSWORD_ARGON2_ITERATIONS".to_string(), iterations.to_string()),
+            ("LATCH_PASSWORD_ARGON2_PARALLELISM".to_string(), lanes.to_string()),
+        ];
+        command(dir.path(), &env, &["check-config"]).output().unwrap()
+    };
+    let out = at("524288", "10", "16");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let hash = "$argon2id$v=19$m=524288,t=10,p=16$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g";
+    assert!(latch::crypto::hashes::check(hash).is_ok(), "{:?}", latch::crypto::hashes::check(hash));
+    // One step past any of them stops start-up with one line naming the settings and bounds.
+    for (memory, iterations, lanes) in
+        [("524289", "10", "16"), ("4194304", "2", "1"), ("19456", "11", "1"), ("19456", "2", "17")]
+    {
+        let out = at(memory, iterations, lanes);
+        assert!(!out.status.success(), "{memory} {iterations} {lanes}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("LATCH_PASSWORD_ARGON2_MEMORY_KIB") && err.contains("524288 KiB"), "{err}");
+    }
+}
+
+#[test]
 fn migrate_applies_the_migrations_and_exits() {
     let dir = tempfile::tempdir().unwrap();
     let env = vec![("LATCH_DATABASE_URL".to_string(), "sqlite://store/latch.db".to_string())];

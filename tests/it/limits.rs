@@ -264,6 +264,42 @@ async fn oversized_bodies_headers_and_forms_are_refused_in_the_endpoints_format(
     srv.stop().await;
 }
 
+/// Sends a request head announcing `length` bytes of body and only the first few of them, and
+/// returns what the server answers within 10 s (it closes the connection after answering, as it
+/// does not read the rest).
+async fn announce_body(srv: &TestServer, path: &str, token: &str, length: u64) -> String {
+    let addr = srv.base.trim_start_matches("http://").to_string();
+    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n{{\"dataOrgs\": "
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf)).await;
+    assert!(read.is_ok(), "no answer before the body was sent: the server waits for it");
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_import_reads_its_large_body_only_for_a_caller_who_may_import() {
+    let srv = TestServer::start(Backend::Sqlite).await;
+    // A token of a user without roles announcing 100 MiB: refused before any of it is read.
+    let (_, nobody) = srv.machine_with_roles(None, "nobody", &[]).await;
+    let answer = announce_body(&srv, "/admin/v1/import", &nobody, 100 << 20).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(answer.contains("\"code\":7"), "{answer}");
+    assert!(answer.to_ascii_lowercase().contains("connection: close"), "{answer}");
+    // An instance owner announcing more than 512 MiB: refused at once, in the API's format.
+    let answer = announce_body(&srv, "/admin/v1/import", &srv.pat, (512 << 20) + 1).await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("application/json"), "{answer}");
+    assert!(answer.contains("\"code\":3") && answer.contains("larger than 512 MiB"), "{answer}");
+    // Within the limit the body is read and imported as before.
+    let r = srv.post("/admin/v1/import", json!({"dataOrgs": {"orgs": []}})).await;
+    assert_eq!(r.ok()["errors"], json!([]));
+    srv.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_clients_are_cut_off() {
     let srv = with_limits(|l| {

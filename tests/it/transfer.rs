@@ -272,6 +272,81 @@ on_both!(dry_run_reports_without_writing, |srv| {
     dst.stop().await;
 });
 
+on_both!(a_dry_run_sees_what_the_organizations_before_it_wrote, |srv| {
+    // Org B's member and project member are a user that org A brings; org C has A's name. A
+    // dry run must give what the import then does: B in, C refused (no 500).
+    let doc = json!({"orgs": [
+        {"orgId": "dry-a", "org": {"name": "Dry A"},
+         "humanUsers": [{"userId": "dry-a-1", "user": record("dry-ann", Some(AUTH0_BCRYPT), true)}]},
+        {"orgId": "dry-b", "org": {"name": "Dry B"},
+         "projects": [{"projectId": "dry-p", "project": {"name": "P"}}],
+         "orgMembers": [{"userId": "dry-a-1", "roles": ["ORG_OWNER"]}],
+         "projectMembers": [{"projectId": "dry-p", "userId": "dry-a-1", "roles": ["PROJECT_OWNER"]}]},
+        {"orgId": "dry-c", "org": {"name": "Dry A"}},
+    ]});
+    let before = counts(srv).await;
+    let dry = import(srv, json!({"dataOrgs": doc.clone(), "dry_run": true})).await;
+    assert_eq!(counts(srv).await, before, "a dry run writes nothing: {dry}");
+    let real = import(srv, json!({"dataOrgs": doc})).await;
+    assert_eq!(real["success"]["orgs"].as_array().unwrap().len(), 2, "{real}");
+    assert_eq!(real["errors"][0]["id"], "dry-c", "{real}");
+    assert!(real["errors"][0]["message"].as_str().unwrap().contains("another organization is named"), "{real}");
+    assert_eq!(dry["success"], real["success"], "the dry run reported what the import did: {dry}");
+    assert_eq!(dry["errors"], real["errors"]);
+    assert_eq!(dry["dryRun"], true);
+    let m =
+        srv.call_as(Some(&srv.pat), Some("dry-b"), "POST", "/management/v1/orgs/me/members/_search", json!({})).await;
+    assert!(m.ok().to_string().contains("dry-a-1"), "{}", m.text);
+});
+
+on_both!(a_store_error_after_committed_orgs_still_reports_them, |srv| {
+    // The store refuses the second organization's row (an error that is no conflict): the
+    // first stays imported and the answer says so, instead of a bare 500.
+    let mut c = srv.state.db.conn().await.unwrap();
+    let statements: &[&str] = match srv.backend {
+        Backend::Sqlite => &["CREATE TRIGGER refuse_org BEFORE INSERT ON org WHEN NEW.org_id = 'o-2' \
+                              BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"],
+        Backend::Postgres => &[
+            "CREATE FUNCTION refuse_org() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             IF NEW.org_id = 'o-2' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$",
+            "CREATE TRIGGER refuse_org BEFORE INSERT ON org FOR EACH ROW EXECUTE FUNCTION refuse_org()",
+        ],
+    };
+    for sql in statements {
+        sqlx::query(sql).execute(&mut *c).await.unwrap();
+    }
+    drop(c);
+    let doc = json!({"orgs": [
+        {"orgId": "o-1", "org": {"name": "One"}, "humanUsers": [{"userId": "u-1", "user": record("one", None, true)}]},
+        {"orgId": "o-2", "org": {"name": "Two"}},
+        {"orgId": "o-3", "org": {"name": "Three"}},
+    ]});
+    let r = import(srv, json!({"dataOrgs": doc.clone()})).await;
+    assert_eq!(r["success"]["orgs"].as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(r["success"]["orgs"][0]["orgId"], "o-1");
+    assert_eq!(r["errors"][0]["id"], "o-2", "{r}");
+    let stopped = r["errors"][0]["message"].as_str().unwrap();
+    assert!(stopped.contains("internal error") && stopped.contains("stopped"), "{r}");
+    assert_eq!(r["errors"][1]["id"], "o-3", "{r}");
+    assert!(r["errors"][1]["message"].as_str().unwrap().contains("not attempted"), "{r}");
+    srv.get("/admin/v1/orgs/o-1").await.ok();
+    srv.get("/admin/v1/orgs/o-3").await.err(404, 5);
+    // The committed organization's user gets its message.
+    let outbox = srv.settings.data_dir.join("outbox");
+    let mut sent = false;
+    for _ in 0..100 {
+        sent = std::fs::read_dir(&outbox).is_ok_and(|d| d.count() == 1);
+        if sent {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(sent, "the imported user without a password was sent a code");
+    // Nothing was imported before the error: the error itself, as before.
+    let doc = json!({"orgs": [{"orgId": "o-2", "org": {"name": "Two"}}]});
+    srv.post("/admin/v1/import", json!({"dataOrgs": doc})).await.err(500, 13);
+});
+
 fn migration_body(org: &str, users: Value) -> Value {
     json!({"dataOrgs": {"orgs": [{"orgId": org, "humanUsers": users}]}, "timeout": "30m0s"})
 }
@@ -501,20 +576,21 @@ async fn through_a_bucket_of_the_emulator() {
         let e = emulator.clone();
         let srv = TestServer::start_with(backend, |c| c.gcs.emulator_host = Some(e)).await;
         let (org, _, _) = populate(&srv).await;
-        let path = format!("exports/{}.json", latch::id::new_id());
+        // A space and a '+' in the name: the name is one percent-encoded path segment.
+        let path = format!("exports/{} a+b.json", latch::id::new_id());
         let r = export(
             &srv,
             json!({"gcs_output": gcs_target("moves", &path), "with_passwords": true, "org_ids": [org.clone()]}),
         )
         .await;
         assert_eq!(r, json!({}), "no response output was asked for");
-        let object: Value =
-            reqwest::get(format!("{emulator}/storage/v1/b/moves/o/{}?alt=media", path.replace('/', "%2F")))
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+        let segment = path.replace('/', "%2F").replace(' ', "%20").replace('+', "%2B");
+        let object: Value = reqwest::get(format!("{emulator}/storage/v1/b/moves/o/{segment}?alt=media"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         assert_eq!(org_ids(&object), vec![org.clone()]);
         let e = emulator.clone();
         let dst = TestServer::start_with(backend, |c| {
@@ -552,11 +628,28 @@ async fn a_service_account_gets_a_token_first() {
     let key = rsa_pem();
     let public = jsonwebtoken::DecodingKey::from_rsa_pem(key.1.as_bytes()).unwrap();
     let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
+    // Where the gate's /moved sends a token request: another server, counting its calls.
+    let elsewhere: Arc<Mutex<u32>> = Arc::default();
+    let other = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let other_url = format!("http://{}/token", other.local_addr().unwrap());
+    let hits = elsewhere.clone();
+    let other_app = axum::Router::new().fallback(any(move || {
+        *hits.lock().unwrap() += 1;
+        async { axum::Json(json!({"access_token": "granted-token", "expires_in": 3600, "token_type": "Bearer"})) }
+    }));
+    tokio::spawn(async move { axum::serve(other, other_app).await.unwrap() });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let upstream = gcs.url.clone();
     let seen2 = seen.clone();
     let app = axum::Router::new()
+        .route(
+            "/moved",
+            post(move || {
+                let to = other_url.clone();
+                async move { (axum::http::StatusCode::TEMPORARY_REDIRECT, [("location", to)]).into_response() }
+            }),
+        )
         .route(
             "/token",
             post(move |axum::Form(f): axum::Form<std::collections::HashMap<String, String>>| {
@@ -626,11 +719,104 @@ async fn a_service_account_gets_a_token_first() {
     let t = json!({"bucket": "secure", "path": "a.json",
                    "serviceaccount_json": base64::engine::general_purpose::STANDARD.encode(wrong.to_string())});
     srv.post("/admin/v1/import", json!({"data_orgsv1_gcs": t})).await.err(403, 7);
-    let mut gone = account.clone();
-    gone["token_uri"] = json!("http://127.0.0.1:9/token");
-    let t = json!({"bucket": "secure", "path": "a.json",
-                   "serviceaccount_json": base64::engine::general_purpose::STANDARD.encode(gone.to_string())});
-    srv.post("/admin/v1/import", json!({"data_orgsv1_gcs": t})).await.err(503, 14);
+    // The key file's token_uri is Google's token endpoint or on the configured storage endpoint:
+    // anything else is refused before any request goes out.
+    let with_token_uri = |uri: &str| {
+        let mut a = account.clone();
+        a["token_uri"] = json!(uri);
+        json!({"bucket": "secure", "path": "a.json",
+               "serviceaccount_json": base64::engine::general_purpose::STANDARD.encode(a.to_string())})
+    };
+    for uri in ["http://127.0.0.1:9/token", "https://evil.example/token", "http://oauth2.googleapis.com/token", "x"] {
+        let r = srv.post("/admin/v1/import", json!({"data_orgsv1_gcs": with_token_uri(uri)})).await;
+        assert!(r.err(400, 3).contains("token_uri"), "{uri}: {}", r.text);
+    }
+    // A redirect from the token endpoint is not followed.
+    let t = with_token_uri(&format!("{base}/moved"));
+    let r = srv.post("/admin/v1/import", json!({"data_orgsv1_gcs": t})).await;
+    assert!(r.err(403, 7).contains("HTTP 307"), "{}", r.text);
+    assert_eq!(*elsewhere.lock().unwrap(), 0, "the redirect's target was not called");
+    srv.stop().await;
+
+    // With Google's storage endpoint (the default), only Google's token endpoint is allowed.
+    let google = TestServer::start(Backend::Sqlite).await;
+    let r = google.post("/admin/v1/import", json!({"data_orgsv1_gcs": with_token_uri(&format!("{base}/token"))})).await;
+    assert!(r.err(400, 3).contains("https://oauth2.googleapis.com"), "{}", r.text);
+    google.stop().await;
+}
+
+/// A server that answers every request with 200 and `body(path)`, without a Content-Length:
+/// the body ends when the connection closes.
+async fn unbounded_server(body: fn(&str) -> (Vec<u8>, usize)) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let path = head.split(' ').nth(1).unwrap_or("").to_string();
+                let (chunk, times) = body(&path);
+                let start = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+                if s.write_all(start.as_bytes()).await.is_err() {
+                    return;
+                }
+                for _ in 0..times {
+                    if s.write_all(&chunk).await.is_err() {
+                        return;
+                    }
+                }
+                let _ = s.shutdown().await;
+            });
+        }
+    });
+    url
+}
+
+/// What a token endpoint or a bucket sends back is read with a cap, also when no
+/// Content-Length announces its size: 64 KiB for a token answer, 512 MiB for an object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bucket_answers_are_read_with_a_cap() {
+    // A token answer of 1 MiB.
+    let endless = unbounded_server(|path| {
+        if path.starts_with("/token") {
+            let mut token = br#"{"access_token": ""#.to_vec();
+            token.extend(std::iter::repeat_n(b'a', 1 << 20));
+            token.extend_from_slice(br#""}"#);
+            (token, 1)
+        } else {
+            (Vec::new(), 0)
+        }
+    })
+    .await;
+    let gate = endless.clone();
+    let srv = TestServer::start_with(Backend::Sqlite, |c| c.gcs.endpoint = gate).await;
+    let account = json!({"type": "service_account", "private_key": rsa_pem().0, "client_email": "m@p.iam.gserviceaccount.com",
+                         "token_uri": format!("{endless}/token")});
+    use base64::Engine;
+    let sa = base64::engine::general_purpose::STANDARD.encode(account.to_string());
+    let r = srv
+        .post(
+            "/admin/v1/import",
+            json!({"data_orgsv1_gcs": {"bucket": "b-1", "path": "a.json", "serviceaccount_json": sa}}),
+        )
+        .await;
+    assert!(r.err(503, 14).contains("larger than 64 KiB"), "{}", r.text);
+    srv.stop().await;
+
+    // An object of 512 MiB and 1 MiB more, from an emulator that announces no length.
+    let endless = unbounded_server(|_| (vec![b' '; 1 << 20], 513)).await;
+    let srv = TestServer::start_with(Backend::Sqlite, |c| c.gcs.emulator_host = Some(endless)).await;
+    let r = srv.post("/admin/v1/import", json!({"data_orgsv1_gcs": gcs_target("b-1", "big.json")})).await;
+    assert!(r.err(400, 3).contains("larger than 512 MiB"), "{}", r.text);
     srv.stop().await;
 }
 

@@ -32,7 +32,7 @@ mod grants;
 mod write;
 
 use grants::check_grants_and_members;
-use write::write;
+pub use write::Target;
 
 const MAX_ERRORS: usize = 100;
 
@@ -165,7 +165,7 @@ pub async fn import(
     d: DataOrg,
     index: &mut Index,
     duplicates: &Duplicates,
-    dry_run: bool,
+    target: &mut Target,
 ) -> ApiResult<Outcome> {
     let org_id = d.org_id.trim().to_string();
     let mut ck = Check { org_id: &org_id, errors: Vec::new(), skipped: Vec::new() };
@@ -173,9 +173,12 @@ pub async fn import(
         ck.fail("org", &format!("orgs[{index_in_doc}]"), "orgId is required (at most 200 characters)");
         return Ok(Outcome { errors: ck.errors, ..Outcome::default() });
     }
-    let ex = {
-        let mut c = state.db.conn().await?;
-        existing(&mut c, &org_id).await?
+    let ex = match target.reads() {
+        Some(c) => existing(c, &org_id).await?,
+        None => {
+            let mut c = state.db.conn().await?;
+            existing(&mut c, &org_id).await?
+        }
     };
     let now = state.clock.now();
     let mut plan = Plan::default();
@@ -195,20 +198,9 @@ pub async fn import(
         return Ok(Outcome { errors: ck.errors, ..Outcome::default() });
     }
     let Check { skipped, .. } = ck;
-    let mut tx = state.db.begin().await?;
-    match write(state, &mut tx, &org_id, &plan, now).await {
-        Ok(()) => {}
-        Err(e) if e.code == Code::Internal => return Err(e),
-        Err(e) => {
-            drop(tx);
-            let message = format!("{} (organization {org_id} was not imported)", e.message);
-            return Ok(Outcome { errors: vec![ImportItem::new("org", &org_id, message)], ..Outcome::default() });
-        }
-    }
-    if dry_run {
-        tx.rollback().await.map_err(StoreError::from)?;
-    } else {
-        tx.commit().await.map_err(StoreError::from)?;
+    if let Err(e) = target.apply(state, &org_id, &plan, now).await? {
+        let message = format!("{} (organization {org_id} was not imported)", e.message);
+        return Ok(Outcome { errors: vec![ImportItem::new("org", &org_id, message)], ..Outcome::default() });
     }
     for u in &plan.users {
         index.add(u);

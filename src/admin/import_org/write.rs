@@ -1,6 +1,76 @@
-//! The write step of an organization's import: the checked plan, in one transaction.
+//! The write step of an organization's import: the checked plan, in one transaction, or, in a
+//! dry run, in a savepoint of the one transaction the whole document is written in and that is
+//! rolled back at the end.
 
 use super::*;
+use crate::store::Tx;
+
+/// Where the organizations of an import are written.
+pub enum Target {
+    /// Each in its own transaction, committed.
+    Commit,
+    /// Each in a savepoint of one transaction, begun at the first write and rolled back by
+    /// [`Target::finish`]: every organization sees what the ones before it wrote, as in a real
+    /// import, so the report is the same.
+    DryRun(Option<Tx>),
+}
+
+impl Target {
+    /// The connection an organization's check reads what the target already has through: in a
+    /// dry run, the transaction that holds what the organizations before it wrote.
+    pub(super) fn reads(&mut self) -> Option<&mut Conn> {
+        match self {
+            Target::DryRun(Some(tx)) => Some(&mut **tx),
+            _ => None,
+        }
+    }
+
+    /// Writes one organization's plan. `Ok(Err(e))`: refused as a whole (a conflict found on
+    /// writing), nothing of it kept; `Err(e)`: an internal error, which stops the import.
+    pub(super) async fn apply(
+        &mut self,
+        state: &AppState,
+        org_id: &str,
+        plan: &Plan,
+        now: i64,
+    ) -> ApiResult<Result<(), ApiError>> {
+        let stops = |e: &ApiError| e.code == Code::Internal;
+        match self {
+            Target::Commit => {
+                let mut tx = state.db.begin().await?;
+                match write(state, &mut tx, org_id, plan, now).await {
+                    Ok(()) => tx.commit().await.map_err(StoreError::from)?,
+                    Err(e) if stops(&e) => return Err(e),
+                    Err(e) => return Ok(Err(e)),
+                }
+            }
+            Target::DryRun(outer) => {
+                let tx = match outer {
+                    Some(tx) => tx,
+                    slot @ None => slot.insert(state.db.begin().await?),
+                };
+                tx.savepoint().await.map_err(StoreError::from)?;
+                match write(state, tx, org_id, plan, now).await {
+                    Ok(()) => tx.release_savepoint().await.map_err(StoreError::from)?,
+                    Err(e) if stops(&e) => return Err(e),
+                    Err(e) => {
+                        tx.rollback_to_savepoint().await.map_err(StoreError::from)?;
+                        return Ok(Err(e));
+                    }
+                }
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// Ends the import: a dry run's transaction is rolled back.
+    pub async fn finish(self) -> ApiResult<()> {
+        if let Target::DryRun(Some(tx)) = self {
+            tx.rollback().await.map_err(StoreError::from)?;
+        }
+        Ok(())
+    }
+}
 
 fn conflict(what: String) -> impl FnOnce(StoreError) -> ApiError {
     move |e| match e {
@@ -9,8 +79,8 @@ fn conflict(what: String) -> impl FnOnce(StoreError) -> ApiError {
     }
 }
 
-/// Writes the plan (inside the organization's transaction).
-pub(super) async fn write(state: &AppState, c: &mut Conn, org_id: &str, plan: &Plan, now: i64) -> ApiResult<()> {
+/// Writes the plan (inside the organization's transaction or savepoint).
+async fn write(state: &AppState, c: &mut Conn, org_id: &str, plan: &Plan, now: i64) -> ApiResult<()> {
     if let Some((name, st)) = &plan.new_org {
         if org::name_taken(c, name).await? {
             return Err(ApiError::exists(format!("another organization is named '{name}'")));

@@ -13,10 +13,12 @@ use argon2::{Argon2, Version};
 use super::{Algorithm, HashError, bounded, malformed, out_of_bounds};
 use crate::crypto::password::Argon2Params;
 
-/// Keycloak's default is 7168 KiB, OWASP's 19 MiB, the RFC 9106 second choice 64 MiB.
-const ARGON2_MEMORY_KIB: RangeInclusive<u64> = 8..=524_288;
-const ARGON2_TIME: RangeInclusive<u64> = 1..=10;
-const ARGON2_LANES: RangeInclusive<u64> = 1..=16;
+/// Keycloak's default is 7168 KiB, OWASP's 19 MiB, the RFC 9106 second choice 64 MiB. The
+/// configuration of latch's own hashes keeps within the same bounds, so what one instance
+/// exports another imports.
+pub const ARGON2_MEMORY_KIB: RangeInclusive<u64> = 8..=524_288;
+pub const ARGON2_TIME: RangeInclusive<u64> = 1..=10;
+pub const ARGON2_LANES: RangeInclusive<u64> = 1..=16;
 /// argon2 itself requires 8 bytes of salt.
 const ARGON2_MIN_SALT: usize = 8;
 /// passlib's default is ln=16 (N = 65536) with r=8; 2^20 is the historical "sensitive" setting.
