@@ -53,6 +53,17 @@ pub fn get_or_create(headers: &HeaderMap, secure: bool) -> Browser {
 }
 
 impl Browser {
+    /// A value for `purpose` that only this browser's pages can carry: derived from the cookie's
+    /// value, which the store never holds (it keeps the value's digest), so neither another site
+    /// nor a reader of the store can make it.
+    pub fn derived(&self, purpose: &str) -> String {
+        use base64::Engine;
+        use sha2::Digest;
+        let d =
+            sha2::Sha256::new().chain_update(purpose.as_bytes()).chain_update(b":").chain_update(self.value.as_bytes());
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(d.finalize())
+    }
+
     /// Adds `Set-Cookie` when the cookie is new.
     pub fn set_on(&self, headers: &mut HeaderMap, secure: bool) {
         if !self.is_new {

@@ -125,6 +125,19 @@ pub struct SignedOut<'a> {
     pub t: &'a Texts,
 }
 
+/// The question a logout without an `id_token_hint` asks first (RP-Initiated Logout 1.0,
+/// section 2): its form posts the request's parameters back with the browser's confirmation.
+#[derive(Template)]
+#[template(path = "confirm_logout.html")]
+pub struct ConfirmLogout<'a> {
+    pub t: &'a Texts,
+    pub confirm: &'a str,
+    pub client_id: Option<&'a str>,
+    pub post_logout_redirect_uri: Option<&'a str>,
+    pub state: Option<&'a str>,
+    pub ui_locales: Option<&'a str>,
+}
+
 #[derive(Template)]
 #[template(path = "error.html")]
 struct ErrorView<'a> {

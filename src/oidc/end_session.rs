@@ -1,7 +1,8 @@
 //! `GET`/`POST /oidc/v1/end_session` (RP-Initiated Logout 1.0): ends the browser's sessions
 //! (or, with an `id_token_hint`, that subject's session in this browser), which makes the tokens
 //! bound to them inactive, then returns to a registered `post_logout_redirect_uri` or shows the
-//! signed-out page.
+//! signed-out page. Without a hint, while the browser has sessions, it first asks the person
+//! (section 2: the OP MUST ask then), so that another site cannot sign them out with a link.
 
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -29,13 +30,16 @@ struct HintClaims {
 
 pub async fn get(State(state): State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
     let pairs: Vec<(String, String)> = form_urlencoded::parse(q.unwrap_or_default().as_bytes()).into_owned().collect();
-    handle(&state, &headers, pairs).await
+    handle(&state, &headers, pairs, false).await
 }
 
 pub async fn post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let pairs: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
-    handle(&state, &headers, pairs).await
+    handle(&state, &headers, pairs, true).await
 }
+
+/// What the confirmation form carries (see [`Browser::derived`](cookie::Browser::derived)).
+const CONFIRM: &str = "end_session";
 
 fn one<'a>(pairs: &'a [(String, String)], name: &str) -> Result<Option<&'a str>, String> {
     let mut it = pairs.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str());
@@ -49,9 +53,9 @@ fn one<'a>(pairs: &'a [(String, String)], name: &str) -> Result<Option<&'a str>,
     Ok(first.filter(|v| !v.is_empty()))
 }
 
-async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, String)>) -> Response {
-    let locales: Vec<String> =
-        one(&pairs, "ui_locales").ok().flatten().unwrap_or("").split(' ').map(str::to_string).collect();
+async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, String)>, posted: bool) -> Response {
+    let ui_locales = one(&pairs, "ui_locales").ok().flatten();
+    let locales: Vec<String> = ui_locales.unwrap_or("").split(' ').map(str::to_string).collect();
     let t = i18n::choose(&locales, headers);
     let bad = |msg: &str| pages::error_page(t, StatusCode::BAD_REQUEST, msg, &request_id(headers));
     let (hint, client_id, redirect, st) = match (
@@ -63,6 +67,11 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
         (Ok(h), Ok(c), Ok(r), Ok(s)) => (h, c, r, s),
         (Err(e), ..) | (_, Err(e), ..) | (_, _, Err(e), _) | (.., Err(e)) => return bad(&e),
     };
+    let confirmed = match one(&pairs, "confirm") {
+        Ok(c) => c,
+        Err(e) => return bad(&e),
+    };
+    let asked = (client_id, redirect, st);
     // The hint identifies the client and the subject; an expired hint still does, a forged
     // one is refused.
     let hint = match hint {
@@ -113,7 +122,44 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
         // Without a client the URI cannot be checked, so it is ignored.
         _ => None,
     };
-    if let Some(browser) = cookie::existing(headers, state.settings.secure_cookies)
+    let browser = cookie::existing(headers, state.settings.secure_cookies);
+    // Without a hint every session of the browser would end: only once the person said so on
+    // latch's own page (a form posted with a value derived from this browser's cookie).
+    if let Some(b) = &browser
+        && hint.is_none()
+        && !(posted
+            && confirmed.is_some_and(|v| {
+                aws_lc_rs::constant_time::verify_slices_are_equal(v.as_bytes(), b.derived(CONFIRM).as_bytes()).is_ok()
+            }))
+    {
+        match session::of_browser(&mut c, &b.key, state.clock.now()).await {
+            Ok(live) if live.is_empty() => {}
+            Ok(_) => {
+                let origin =
+                    target.as_deref().and_then(|u| url::Url::parse(u).ok()).map(|u| u.origin().ascii_serialization());
+                let confirm = b.derived(CONFIRM);
+                let page = pages::ConfirmLogout {
+                    t,
+                    confirm: &confirm,
+                    client_id: asked.0,
+                    post_logout_redirect_uri: asked.1,
+                    state: asked.2,
+                    ui_locales,
+                };
+                return pages::render(t, StatusCode::OK, &page, origin.as_deref());
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "end_session failed on the store");
+                return pages::error_page(
+                    t,
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "The service is temporarily unavailable.",
+                    &request_id(headers),
+                );
+            }
+        }
+    }
+    if let Some(browser) = browser
         && let Err(e) = end_sessions(state, &mut c, &browser.key, hint.as_ref().map(|h| h.sub.as_str())).await
     {
         tracing::warn!(error = %e, "ending sessions failed");

@@ -99,6 +99,21 @@ impl Browser {
         Self::page(req.send().await.unwrap()).await
     }
 
+    /// Signs out at `url` (an end_session URL), answering latch's question when it asks one (a
+    /// logout without an id_token_hint while the browser has sessions) by posting its form.
+    pub async fn sign_out(&self, url: &str) -> Page {
+        let page = self.get(url).await;
+        let Some(confirm) = field(&page.html, "confirm") else { return page };
+        let mut fields = vec![("confirm", confirm)];
+        for name in ["client_id", "post_logout_redirect_uri", "state", "ui_locales"] {
+            if let Some(v) = field(&page.html, name) {
+                fields.push((name, v));
+            }
+        }
+        let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        self.post(url.split('?').next().unwrap_or(url), &fields).await
+    }
+
     /// Follows redirects within latch (not to the client) and returns the last page.
     pub async fn follow(&self, mut page: Page) -> Page {
         for _ in 0..10 {

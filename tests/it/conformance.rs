@@ -416,10 +416,11 @@ on_both!(rp_initiated_logout_plan, |srv| {
         assert_eq!(out.status, 400);
     }
     // No id_token_hint but client_id, and no parameters at all: signed out, no redirect without a hint.
-    let out = b.get(&format!("/oidc/v1/end_session?client_id={}&post_logout_redirect_uri={bye}&state=x", c.id)).await;
+    let out =
+        b.sign_out(&format!("/oidc/v1/end_session?client_id={}&post_logout_redirect_uri={bye}&state=x", c.id)).await;
     assert_eq!(out.location.as_deref(), Some(format!("{bye}?state=x").as_str()));
     let (b, _) = signed_in().await;
-    let out = b.follow(b.get("/oidc/v1/end_session").await).await;
+    let out = b.follow(b.sign_out("/oidc/v1/end_session").await).await;
     assert_eq!(out.status, 200);
     let (_, challenge) = pkce();
     let (_, none) = b.authorize(&query(&c, &challenge, &[("prompt", "none")])).await;

@@ -133,7 +133,7 @@ async fn two_replicas_share_one_store() {
     assert_eq!(s, 200, "{t2}");
     let at2 = t2["access_token"].as_str().unwrap().to_string();
     assert!(active(a.clone(), at2.clone()).await);
-    let out = browser.get(&format!("{a}/oidc/v1/end_session")).await;
+    let out = browser.sign_out(&format!("{a}/oidc/v1/end_session")).await;
     let ended = std::time::Instant::now();
     assert_eq!(out.status, 200);
     assert!(!active(a.clone(), at2.clone()).await);

@@ -484,7 +484,7 @@ on_both!(back_channel_logout_notifies_the_applications_of_the_session, |srv| {
     let sid = crate::token::claims(t.ok()["id_token"].as_str().unwrap())["sid"].as_str().unwrap().to_string();
     assert_eq!(srv.count("session_client").await, 1, "only the application with a URI is noted");
 
-    let r = b.get("/oidc/v1/end_session").await;
+    let r = b.sign_out("/oidc/v1/end_session").await;
     assert_eq!(r.status, 200);
     let body = tokio::time::timeout(std::time::Duration::from_secs(10), received.recv())
         .await
@@ -519,7 +519,7 @@ on_both!(back_channel_logout_notifies_the_applications_of_the_session, |srv| {
     srv.put("/v2/features/instance", json!({"enableBackChannelLogout": false})).await.ok();
     code_for(srv, &b, &client_id, "openid").await;
     assert_eq!(srv.count("session_client").await, 1);
-    b.get("/oidc/v1/end_session").await;
+    b.sign_out("/oidc/v1/end_session").await;
     assert!(
         tokio::time::timeout(std::time::Duration::from_millis(1500), received.recv()).await.is_err(),
         "no logout token while the feature is off"
@@ -636,4 +636,45 @@ on_both!(the_revocation_feed_never_skips_a_late_commit, |srv| {
         let (keys, _) = since(&mut c, next, now).await.unwrap();
         assert!(keys.is_empty(), "nothing is read twice");
     }
+});
+
+// RP-Initiated Logout 1.0, section 2: without an id_token_hint latch asks before it ends the
+// browser's sessions, so that a link or an image on another site cannot sign the person out.
+on_both!(a_logout_without_a_hint_asks_first, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let (client_id, _, _) = oidc_app(srv, json!({})).await;
+    let b = Browser::new(srv);
+    code_for(srv, &b, &client_id, "openid").await;
+    let bye = "https://app.example.com/bye";
+    let url = format!("/oidc/v1/end_session?client_id={client_id}&post_logout_redirect_uri={bye}&state=s1");
+    let asked = b.get(&url).await;
+    assert_eq!(asked.status, 200, "{}", asked.html);
+    assert!(asked.location.is_none());
+    assert!(
+        asked.html.contains("action=\"/oidc/v1/end_session\"") && asked.html.contains("Sign out"),
+        "{}",
+        asked.html
+    );
+    let csp = asked.header("content-security-policy").unwrap().to_string();
+    assert!(csp.contains("form-action 'self' https://app.example.com"), "{csp}");
+    assert_eq!(srv.count("session").await, 1, "nothing ended by the question");
+    // The answer needs this browser's value, posted: not in a link, not from another browser,
+    // not a guess.
+    let confirm = crate::browser::field(&asked.html, "confirm").unwrap();
+    let linked = b.get(&format!("{url}&confirm={confirm}")).await;
+    assert!(linked.html.contains("name=\"confirm\""), "a GET only asks again");
+    let guessed = b.post("/oidc/v1/end_session", &[("confirm", "x".repeat(43).as_str())]).await;
+    assert!(guessed.html.contains("name=\"confirm\""));
+    let other = Browser::new(srv);
+    let r = other.post("/oidc/v1/end_session", &[("confirm", confirm.as_str())]).await;
+    assert!(r.html.contains("signed out"), "a browser without sessions has nothing to end: {}", r.html);
+    assert_eq!(srv.count("session").await, 1);
+    // Said yes: the sessions end and the client gets its state back.
+    let done = b.sign_out(&url).await;
+    assert_eq!(done.status, 303, "{}", done.html);
+    assert_eq!(done.location(), format!("{bye}?state=s1"));
+    assert_eq!(srv.count("session").await, 0);
+    // Nothing left to end: no question.
+    let again = b.get(&url).await;
+    assert_eq!(again.status, 303);
 });
