@@ -105,6 +105,23 @@ pub fn master_key(settings: &Settings) -> Result<[u8; 32], StartError> {
     }
 }
 
+/// The documentation's sample master key protects nothing: a new store is refused with it; a
+/// store whose keys are already sealed with it (set up when the README still showed it) starts,
+/// with a warning at every start, since latch cannot yet seal them again under another key.
+async fn refuse_sample_master_key(db: &Db, master: &[u8; 32]) -> Result<(), StartError> {
+    if !crate::config::is_sample_masterkey(master) {
+        return Ok(());
+    }
+    let mut c = db.conn().await?;
+    if crate::store::web_key::list(&mut c).await?.is_empty() {
+        return Err(StartError::MasterKey(crate::config::SAMPLE_MASTERKEY_REFUSED.to_string()));
+    }
+    tracing::warn!(
+        "the master key is the published sample value: the signing keys and secrets sealed with it are readable by anyone who gets the database; move to a new store with a secret master key (export and import the organizations)"
+    );
+    Ok(())
+}
+
 /// Writes a new key file so that nobody ever reads it half-written and a crash leaves either
 /// no file or the whole key: the key goes into a temporary file in the same folder, is synced,
 /// and is then linked to its name, the folder synced after. The link fails (AlreadyExists) when
@@ -152,6 +169,7 @@ pub async fn start(settings: Settings, clock: SharedClock) -> Result<Started, St
     let db = Db::connect(&settings.database_url, settings.database_max_connections).await?;
     db.migrate().await?;
     let master = master_key(&settings)?;
+    refuse_sample_master_key(&db, &master).await?;
     let keys = KeyManager::new(db.clone(), &master, clock.clone(), settings.keys.clone()).await?;
     let tokens = Arc::new(TokenService::load(&db, &master, keys.clone(), clock.now()).await?);
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);

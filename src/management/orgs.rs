@@ -13,7 +13,7 @@ use crate::domain::enums::{DomainValidationType, OrgState};
 use crate::domain::roles::Permission;
 use crate::domain::validate::{self, slug};
 use crate::id::new_id;
-use crate::store::{Conn, member, org};
+use crate::store::{Conn, member, org, user};
 
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
@@ -171,6 +171,13 @@ pub async fn add_domain(
         } else {
             ApiError::exists("the domain belongs to another organization").with_id("ORG-DomainTaken")
         });
+    }
+    // Users elsewhere whose user names end in it would hold this organization's login names.
+    if user::username_in_domain_elsewhere(&mut tx, &caller.org_id, &domain).await? {
+        return Err(ApiError::precondition(
+            "users of another organization have user names in this domain; they must be renamed first",
+        )
+        .with_id("ORG-DomainUsedByUsers"));
     }
     // Domains are accepted as verified: latch trusts its organization owners and offers no
     // DNS or HTTP challenge.

@@ -158,8 +158,10 @@ pub async fn hash_new_password(state: &AppState, org_id: &str, req: &str, passwo
 /// the domain example.com types), so the user would take that person's sign-ins and count their
 /// wrong passwords. ZITADEL refuses the same (DomainNotAllowedAsUsername).
 pub async fn check_username_domain(c: &mut Conn, org_id: &str, username: &str) -> ApiResult<()> {
-    let Some((_, domain)) = username.rsplit_once('@') else { return Ok(()) };
-    match org::get_domain(c, &domain.to_ascii_lowercase()).await? {
+    // Folded as user names are compared (a KELVIN SIGN is a k there).
+    let key = crate::store::fold(username);
+    let Some((_, domain)) = key.rsplit_once('@') else { return Ok(()) };
+    match org::get_domain(c, domain).await? {
         Some(d) if d.org_id != org_id => {
             Err(ApiError::invalid("the user name ends in a domain of another organization; choose another user name")
                 .with_id("USER-DomainNotAllowedAsUsername"))

@@ -44,7 +44,9 @@ pub async fn notify(state: &AppState, c: &mut Conn, ended: &[Session]) -> Result
         let Some(user_id) = ended.iter().find(|s| s.session_id == sid).map(|s| s.user_id.clone()) else { continue };
         let Some(cl) = client::load(&state.cache, c, &client_id).await? else { continue };
         let uri = cl.config.back_channel_logout_uri.clone();
-        if uri.is_empty() {
+        // https only, http in dev mode (as registration requires; a URI stored before that rule
+        // is not posted to).
+        if uri.is_empty() || !(uri.starts_with("https://") || (cl.config.dev_mode && uri.starts_with("http://"))) {
             continue;
         }
         let claims = json!({

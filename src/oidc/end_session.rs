@@ -135,8 +135,12 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
         match session::of_browser(&mut c, &b.key, state.clock.now()).await {
             Ok(live) if live.is_empty() => {}
             Ok(_) => {
-                let origin =
-                    target.as_deref().and_then(|u| url::Url::parse(u).ok()).map(|u| u.origin().ascii_serialization());
+                // The form's answer redirects to the client: its origin (or, for a custom
+                // scheme, the scheme) must be a form target in the CSP, as on the login pages.
+                let origin = target.as_deref().and_then(|u| url::Url::parse(u).ok()).map(|u| {
+                    let o = u.origin();
+                    if o.is_tuple() { o.ascii_serialization() } else { format!("{}:", u.scheme()) }
+                });
                 let confirm = b.derived(CONFIRM);
                 let page = pages::ConfirmLogout {
                     t,

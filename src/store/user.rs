@@ -286,6 +286,20 @@ pub async fn get_by_username(c: &mut Conn, username: &str) -> Result<Option<User
     Ok(row.map(User::from))
 }
 
+/// Whether a user outside `org_id` has a user name ending in `@domain` (folded).
+pub async fn username_in_domain_elsewhere(c: &mut Conn, org_id: &str, domain: &str) -> Result<bool> {
+    let at = format!("@{}", fold(domain));
+    let row: Option<(String,)> = sqlx::query_as(
+        "SELECT user_id FROM account WHERE org_id <> $1 AND length(username_key) > length($2) \
+         AND substr(username_key, length(username_key) - length($2) + 1) = $2 LIMIT 1",
+    )
+    .bind(org_id)
+    .bind(&at)
+    .fetch_optional(&mut *c)
+    .await?;
+    Ok(row.is_some())
+}
+
 pub async fn username_taken(c: &mut Conn, username: &str) -> Result<bool> {
     let row: Option<(String,)> = sqlx::query_as("SELECT user_id FROM account WHERE username_key = $1")
         .bind(fold(username))

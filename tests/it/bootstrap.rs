@@ -87,3 +87,34 @@ async fn a_wrong_master_key_stops_start_up_with_a_clear_error() {
     assert!(err.contains("master key"), "{err}");
     srv.stop().await;
 }
+
+// The documentation's sample master key protects nothing: a new store is refused with it, and
+// nothing is written; a store already sealed with it (from when the README showed it) starts.
+#[tokio::test]
+async fn the_sample_master_key_is_refused_for_a_new_store_only() {
+    let sample: [u8; 32] = *b"MasterkeyNeedsToHave32Characters";
+    let srv = TestServer::start(Backend::Sqlite).await;
+    let mut fresh = srv.settings.clone();
+    fresh.masterkey = Some(sample);
+    let dir = tempfile::tempdir().unwrap();
+    fresh.database_url = format!("sqlite://{}/fresh.db", dir.path().display());
+    let err = latch::app::start(fresh.clone(), srv.clock.clone()).await.err().expect("start fails").to_string();
+    assert!(err.contains("sample") && err.contains("openssl rand"), "{err}");
+    let db = latch::store::Db::connect(&fresh.database_url, 1).await.unwrap();
+    let mut c = db.conn().await.unwrap();
+    assert!(latch::store::web_key::list(&mut c).await.unwrap().is_empty(), "no key sealed with it");
+    drop(c);
+    // A store whose keys are sealed with it: it starts (with a warning).
+    let mut s = srv.settings.clone();
+    s.database_url = fresh.database_url.clone();
+    s.masterkey = Some(sample);
+    let keys = latch::keys::KeyManager::new(db.clone(), &sample, srv.clock.clone(), s.keys.clone()).await.unwrap();
+    keys.maintain().await.unwrap();
+    let mut c = db.conn().await.unwrap();
+    assert!(!latch::store::web_key::list(&mut c).await.unwrap().is_empty());
+    drop(c);
+    db.close().await;
+    let started = latch::app::start(s, srv.clock.clone()).await;
+    assert!(started.is_ok(), "{:?}", started.err().map(|e| e.to_string()));
+    srv.stop().await;
+}

@@ -196,4 +196,23 @@ on_both!(a_refreshed_impersonation_keeps_its_actor, |srv| {
     assert_eq!(c["sub"], bob.as_str());
     assert_eq!(c["act"]["sub"], alice.as_str(), "the refreshed token still names its actor: {c}");
     assert_eq!(claims(r.body["id_token"].as_str().unwrap())["act"]["sub"], alice.as_str());
+    // End users only: an administrator (here the bootstrap's human owner) is not impersonated,
+    // whose token would carry its powers to the actor.
+    let mut c = srv.state.db.conn().await.unwrap();
+    let admin = latch::store::user::get_by_username(&mut c, "admin").await.unwrap().unwrap().user_id;
+    drop(c);
+    let r = token(
+        srv,
+        Some((&client_id, &secret)),
+        &[
+            ("grant_type", TE),
+            ("subject_token", &admin),
+            ("subject_token_type", "urn:service:params:oauth:token-type:user_id"),
+            ("actor_token", &actor),
+            ("actor_token_type", AT),
+        ],
+    )
+    .await;
+    r.err(400, "access_denied");
+    assert!(r.body["error_description"].as_str().unwrap().contains("administrators"), "{}", r.body);
 });

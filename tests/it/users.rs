@@ -240,6 +240,26 @@ on_both!(permissions_across_organizations, |srv| {
     let machine = json!({"userName": "carol@second.127.0.0.1", "name": "C"});
     srv.post("/management/v1/users/machine", machine).await.err(400, 3);
     srv.post("/management/v1/users/machine", json!({"userName": "robot@latch.127.0.0.1", "name": "R"})).await.ok();
+    // Compared as user names are (folded): a KELVIN SIGN is a k.
+    let org_k = srv.post("/management/v1/orgs", json!({"name": "Kilo"})).await;
+    let org_k = org_k.ok()["id"].as_str().unwrap().to_string();
+    let r = srv.call_as(Some(&srv.pat), Some(&org_k), "GET", "/management/v1/orgs/me", json!(null)).await;
+    let kilo_domain = r.ok()["org"]["primaryDomain"].as_str().unwrap().to_string();
+    assert!(kilo_domain.starts_with("kilo."), "{kilo_domain}");
+    let disguised = format!("ceo@\u{212A}{}", &kilo_domain[1..]);
+    srv.post("/management/v1/users/machine", json!({"userName": disguised, "name": "C"})).await.err(400, 3);
+    // A domain whose login names users elsewhere already hold cannot be added.
+    srv.post("/management/v1/users/machine", json!({"userName": "zed@third.example", "name": "Z"})).await.ok();
+    let r = srv
+        .call_as(
+            Some(&srv.pat),
+            Some(&org),
+            "POST",
+            "/management/v1/orgs/me/domains",
+            json!({"domain": "Third.example"}),
+        )
+        .await;
+    assert!(r.err(400, 9).contains("user names in this domain"), "{}", r.text);
     // An org header that names nothing is refused (not read as the caller's own organization).
     let r = srv.send("GET", "/management/v1/orgs/me", Some(&srv.pat), &[("x-latch-orgid", " ")], None).await;
     assert!(r.err(400, 3).contains("x-latch-orgid"), "{}", r.text);

@@ -211,6 +211,11 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
             if !may_impersonate(&mut c, &a.user, &subject.user.org_id).await? {
                 return Err(OAuthError::new(ErrorCode::AccessDenied, "the actor may not impersonate this user"));
             }
+            // End users only: an administrator's token would carry its powers to the actor.
+            let (iam, org) = member::roles_of(&mut c, &subject.user.user_id, &subject.user.org_id).await?;
+            if !iam.is_empty() || !org.is_empty() {
+                return Err(OAuthError::new(ErrorCode::AccessDenied, "administrators cannot be impersonated"));
+            }
             let mut act = json!({"iss": state.settings.issuer, "sub": a.user.user_id});
             if let Some(prev) = &a.act {
                 act["act"] = prev.clone();
