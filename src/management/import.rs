@@ -6,7 +6,8 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 
 use super::users::{
-    AddUserResponse, EmailInput, HumanInput, PhoneInput, ProfileInput, hash_new_password, insert_human,
+    AddUserResponse, EmailInput, HumanInput, PhoneInput, ProfileInput, check_new_password, hash_new_password,
+    insert_human,
 };
 use crate::api::error::ApiResult;
 use crate::api::types::Details;
@@ -72,10 +73,28 @@ pub struct Prepared {
 
 /// Checks a record. A plain `password` is checked against the policy and hashed; a
 /// `hashedPassword` must be a format latch verifies, within sane parameters.
-pub async fn prepare(state: &AppState, org_id: &str, req: &ImportHumanUserRequest, r: &str) -> ApiResult<Prepared> {
+/// What a dry run stores for a plain password it checked but did not hash (the dry run's
+/// writes are rolled back; hashing would hold its transaction, and on SQLite every writer, for
+/// a hash time per user).
+pub const DRY_RUN_HASH: &str = "$dry-run$";
+
+/// A record checked and ready to insert; a plain `password` is checked against the policy and
+/// hashed, or only checked when `hash` is false (a dry run: [`DRY_RUN_HASH`] stands in).
+pub async fn prepare(
+    state: &AppState,
+    org_id: &str,
+    req: &ImportHumanUserRequest,
+    r: &str,
+    hash: bool,
+) -> ApiResult<Prepared> {
     let mut p = check_record(req, r)?;
     if p.human.password_hash.is_none() && !req.password.is_empty() {
-        p.human.password_hash = Some(hash_new_password(state, org_id, r, &req.password).await?);
+        p.human.password_hash = Some(if hash {
+            hash_new_password(state, org_id, r, &req.password).await?
+        } else {
+            check_new_password(state, org_id, r, &req.password).await?;
+            DRY_RUN_HASH.to_string()
+        });
     }
     if p.human.password_hash.is_some() {
         p.human.password_changed_at = Some(state.clock.now());
@@ -172,7 +191,7 @@ pub async fn import_human(
     ApiJson(req): ApiJson<ImportHumanUserRequest>,
 ) -> ApiResult<Json<AddUserResponse>> {
     caller.require(Permission::UserWrite)?;
-    let prepared = prepare(&state, &caller.org_id, &req, "ImportHumanUserRequest").await?;
+    let prepared = prepare(&state, &caller.org_id, &req, "ImportHumanUserRequest", true).await?;
     let now = state.clock.now();
     let mut tx = state.db.begin().await?;
     let user_id = insert(&state, &mut tx, &caller.org_id, None, prepared, None, now).await?;

@@ -137,6 +137,13 @@ pub async fn complexity_policy(c: &mut Conn, org_id: &str) -> ApiResult<Password
 
 /// Checks a new password against the policy and hashes it.
 pub async fn hash_new_password(state: &AppState, org_id: &str, req: &str, password: &str) -> ApiResult<String> {
+    check_new_password(state, org_id, req, password).await?;
+    state.hasher.hash(password).await.map_err(ApiError::internal)
+}
+
+/// Whether `password` may be set in organization `org_id` (length, complexity policy), without
+/// hashing it.
+pub async fn check_new_password(state: &AppState, org_id: &str, req: &str, password: &str) -> ApiResult<()> {
     validate::length(req, "password", password, 1, MAX_PASSWORD)?;
     let policy = {
         let mut c = state.db.conn().await?;
@@ -150,7 +157,7 @@ pub async fn hash_new_password(state: &AppState, org_id: &str, req: &str, passwo
         ))
         .with_id("COMMAND-PasswordComplexity"));
     }
-    state.hasher.hash(password).await.map_err(ApiError::internal)
+    Ok(())
 }
 
 /// Refuses a user name that ends in `@` and a domain of another organization: it would be a

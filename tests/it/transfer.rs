@@ -861,3 +861,25 @@ on_both!(imported_org_ids_of_any_characters_get_a_domain, |srv| {
     assert_eq!(report["errors"], json!([]), "{report}");
     assert_eq!(report["success"]["orgs"].as_array().unwrap().len(), 3, "{report}");
 });
+
+// A dry run checks a plain password against the policy but does not hash it: its writes are
+// rolled back, and a hash per user would hold its transaction (on SQLite, every writer).
+on_both!(a_dry_run_checks_plain_passwords_without_hashing_them, |srv| {
+    use latch::management::import::{DRY_RUN_HASH, ImportHumanUserRequest, prepare};
+    let org = srv.get("/management/v1/orgs/me").await.ok()["org"]["id"].as_str().unwrap().to_string();
+    let user = |password: &str| -> ImportHumanUserRequest {
+        let mut r = record("plain", None, true);
+        r["password"] = json!(password);
+        serde_json::from_value(r).unwrap()
+    };
+    let p = prepare(&srv.state, &org, &user("Str0ng-Passw0rd!"), "r", false).await.unwrap();
+    assert_eq!(p.human.password_hash.as_deref(), Some(DRY_RUN_HASH));
+    let p = prepare(&srv.state, &org, &user("Str0ng-Passw0rd!"), "r", true).await.unwrap();
+    assert!(p.human.password_hash.unwrap().starts_with("$argon2id$"));
+    for hash in [false, true] {
+        let Err(e) = prepare(&srv.state, &org, &user("weak"), "r", hash).await else {
+            panic!("a weak password passed")
+        };
+        assert!(e.message.contains("complexity") || e.message.contains("password"), "{}", e.message);
+    }
+});

@@ -188,7 +188,9 @@ pub async fn import(
     check_org(&mut ck, &d, &ex, &mut plan, &mut ok, now);
     check_projects(&mut ck, &d, &ex, &mut plan, &mut ok, now);
     check_apps(&mut ck, &d, &ex, &mut plan, &mut ok, now);
-    check_users(state, &mut ck, &d, index_in_doc, index, duplicates, &mut plan, &mut ok, &mut notify, now).await;
+    let dry_run = target.is_dry_run();
+    check_users(state, &mut ck, &d, index_in_doc, index, duplicates, &mut plan, &mut ok, &mut notify, now, dry_run)
+        .await;
     check_grants_and_members(&mut ck, &d, &ex, index, &mut plan, &mut ok, now);
 
     if !ck.errors.is_empty() {
@@ -573,11 +575,12 @@ async fn check_users(
     ok: &mut SuccessOrg,
     notify: &mut Vec<String>,
     now: i64,
+    dry_run: bool,
 ) {
     let org_id = ck.org_id.to_string();
     for (j, u) in d.human_users.iter().enumerate() {
         let Some((id, user_state)) = human_slot(ck, j, u, index_in_doc, index, duplicates) else { continue };
-        let mut p = match prepare(state, &org_id, &u.user, &format!("humanUsers[{j}].user")).await {
+        let mut p = match prepare(state, &org_id, &u.user, &format!("humanUsers[{j}].user"), !dry_run).await {
             Ok(p) => p,
             Err(e) => {
                 ck.fail("human_user", id, e.message);

@@ -63,6 +63,10 @@ impl Target {
         Ok(Ok(()))
     }
 
+    pub fn is_dry_run(&self) -> bool {
+        matches!(self, Target::DryRun(_))
+    }
+
     /// Ends the import: a dry run's transaction is rolled back.
     pub async fn finish(self) -> ApiResult<()> {
         if let Target::DryRun(Some(tx)) = self {
