@@ -331,7 +331,9 @@ fn ip_budget(req: &Request) -> Option<(IpBudget, Deny)> {
         Some((IpBudget::Token, deny_json))
     } else if path == crate::paths::KEYS {
         Some((IpBudget::Keys, deny_json))
-    } else if path.starts_with("/ui/login/") && req.method() == axum::http::Method::POST {
+    } else if (path.starts_with("/ui/login/") || path.starts_with("/ui/account/"))
+        && req.method() == axum::http::Method::POST
+    {
         Some((IpBudget::Login, deny_page))
     } else {
         None

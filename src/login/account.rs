@@ -2,6 +2,8 @@
 //! account is the browser's signed-in session (the one named by `?session=` when there are
 //! several). The key offered is sealed into the form, bound to that session, so the form cannot
 //! be forged for another account; the cookie is `SameSite=Lax`, so another site cannot post it.
+//! Replacing a factor the account has needs a code of that factor, counted toward the lockout
+//! policy like the sign-in's: a session alone (a borrowed browser) cannot swap it.
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
@@ -17,8 +19,10 @@ use super::i18n::{self, Texts};
 use super::pages;
 use crate::app::AppState;
 use crate::crypto::totp;
+use crate::domain::settings::LockoutPolicy;
 use crate::oauth::authorize::browser_sessions;
 use crate::store::session::Session;
+use crate::store::setting;
 use crate::store::user::{self, User};
 
 #[derive(Deserialize, Default)]
@@ -32,6 +36,9 @@ pub struct EnrolForm {
     session: String,
     pending: String,
     code: String,
+    /// A code of the factor the account has, when it has one.
+    #[serde(default)]
+    current: String,
 }
 
 fn aad(session_id: &str) -> Vec<u8> {
@@ -77,6 +84,7 @@ fn page(state: &AppState, t: &Texts, s: &Session, u: &User, error: Option<String
         secret: &secret,
         uri: &uri,
         done: false,
+        has_factor: u.human().is_some_and(|h| h.otp_secret.is_some()),
     };
     pages::render(t, StatusCode::OK, &view, None)
 }
@@ -87,6 +95,29 @@ pub async fn enrol_page(State(state): State<AppState>, headers: HeaderMap, Query
         Ok((s, u)) => page(&state, t, &s, &u, None),
         Err(r) => r,
     }
+}
+
+/// Checks a code of the account's current factor: `None` when it is right (and used up), else
+/// what to tell the person; a wrong code counts toward the lockout policy.
+async fn current_factor(
+    state: &AppState,
+    u: &User,
+    sealed: &[u8],
+    code: &str,
+    now: i64,
+) -> crate::store::Result<Option<fn(&Texts) -> &'static str>> {
+    let mut c = state.db.conn().await?;
+    let last = u.human().and_then(|h| h.otp_last_step);
+    let right = match state.open_otp(&u.user_id, sealed).and_then(|secret| totp::verify(&secret, code, now, last)) {
+        Some(step) => user::otp_used(&mut c, &u.user_id, step).await?,
+        None => false,
+    };
+    if right {
+        return Ok(None);
+    }
+    let max = setting::load::<LockoutPolicy>(&mut c, setting::INSTANCE).await?.value.max_otp_attempts;
+    let locked = user::otp_failed(&mut c, &u.user_id, max, now).await?;
+    Ok(Some(if locked { |t: &Texts| t.err_locked } else { |t: &Texts| t.err_code_wrong }))
 }
 
 pub async fn enrol(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
@@ -105,6 +136,13 @@ pub async fn enrol(State(state): State<AppState>, headers: HeaderMap, body: Byte
         .and_then(|b| String::from_utf8(b).ok());
     let Some(secret) = secret else { return fail(t, &headers, StatusCode::FORBIDDEN, t.err_form) };
     let now = state.clock.now();
+    if let Some(sealed) = u.human().and_then(|h| h.otp_secret.as_ref()) {
+        match current_factor(&state, &u, sealed, form.current.trim(), now).await {
+            Ok(None) => {}
+            Ok(Some(msg)) => return page(&state, t, &s, &u, Some(msg(t).to_string())),
+            Err(e) => return store_fail(t, &headers, e),
+        }
+    }
     let Some(step) = totp::verify(&secret, form.code.trim(), now, None) else {
         // A new key: the person starts over with a fresh one.
         return page(&state, t, &s, &u, Some(t.err_code_wrong.to_string()));
@@ -130,6 +168,7 @@ pub async fn enrol(State(state): State<AppState>, headers: HeaderMap, body: Byte
         secret: "",
         uri: "",
         done: true,
+        has_factor: true,
     };
     pages::render(t, StatusCode::OK, &view, None)
 }

@@ -117,6 +117,8 @@ pub struct TotpEnrol<'a> {
     pub secret: &'a str,
     pub uri: &'a str,
     pub done: bool,
+    /// The account has a second factor already: replacing it needs a code of the current one.
+    pub has_factor: bool,
 }
 
 #[derive(Template)]

@@ -262,6 +262,42 @@ on_both!(totp_enrolment_page, |srv| {
     let (id, page) = b2.authorize(&q).await;
     let next = b2.sign_in(&id.unwrap(), &page, "alice", "Wonder-land1").await;
     assert!(next.html.contains("/totp"));
+
+    // Replacing the factor needs a code of the current one: the session alone does not do.
+    srv.clock.advance(60);
+    let again = b.get("/ui/account/totp").await;
+    assert!(again.html.contains("name=\"current\""), "{}", again.html);
+    let start = again.html.find("<code id=\"secret\">").unwrap() + 18;
+    let new_secret = again.html[start..start + 32].to_string();
+    let pending = crate::browser::field(&again.html, "pending").unwrap();
+    let new_code = totp_now(srv, &new_secret);
+    for current in ["", "000000"] {
+        let r = b
+            .post(
+                "/ui/account/totp",
+                &[("session", &session), ("pending", &pending), ("code", &new_code), ("current", current)],
+            )
+            .await;
+        assert!(r.html.contains("The code is wrong"), "{}", r.html);
+    }
+    let mut c = srv.state.db.conn().await.unwrap();
+    let u = latch::store::user::get_by_username(&mut c, "alice").await.unwrap().unwrap();
+    drop(c);
+    assert_eq!(u.human().unwrap().failed_otp_attempts, 2, "wrong current codes count toward the lockout");
+    let sealed = u.human().unwrap().otp_secret.clone().unwrap();
+    assert_eq!(srv.state.open_otp(&u.user_id, &sealed).as_deref(), Some(secret.as_str()), "the factor is unchanged");
+    let current = totp_now(srv, &secret);
+    let r = b
+        .post(
+            "/ui/account/totp",
+            &[("session", &session), ("pending", &pending), ("code", &new_code), ("current", &current)],
+        )
+        .await;
+    assert!(r.html.contains("Two-factor authentication is on"), "{}", r.html);
+    let mut c = srv.state.db.conn().await.unwrap();
+    let u = latch::store::user::get_by_username(&mut c, "alice").await.unwrap().unwrap();
+    let sealed = u.human().unwrap().otp_secret.clone().unwrap();
+    assert_eq!(srv.state.open_otp(&u.user_id, &sealed).as_deref(), Some(new_secret.as_str()), "replaced");
 });
 
 /// A browser at the login page of a new code request of a new app; returns the request id and
