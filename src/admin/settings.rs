@@ -118,9 +118,11 @@ pub async fn put_oidc(
         )));
     }
     if v.longest_signed_token() < longest_before {
-        // First: the tokens signed so far keep their expiry, so their keys must stay published.
+        // First: the tokens signed so far keep their expiry, so their keys must stay published,
+        // and revocations written later must outlast them.
         let mut c = state.db.conn().await?;
         state.keys.keep_for_lifetime(&mut c, longest_before).await?;
+        v.signed_tokens_valid_until = v.signed_tokens_valid_until.max(state.clock.now() + longest_before);
     }
     save(&state, &v).await
 }

@@ -16,6 +16,10 @@ pub struct OidcSettings {
     pub id_token_lifetime: i64,
     pub refresh_token_idle_expiration: i64,
     pub refresh_token_expiration: i64,
+    /// When the last signed token issued under longer lifetimes than today's expires: set when
+    /// the lifetimes are shortened, so that revocations written later still outlast the tokens
+    /// issued before (0: never shortened). Not part of the API.
+    pub signed_tokens_valid_until: i64,
 }
 
 impl Default for OidcSettings {
@@ -25,6 +29,7 @@ impl Default for OidcSettings {
             id_token_lifetime: 12 * HOUR,
             refresh_token_idle_expiration: 30 * DAY,
             refresh_token_expiration: 90 * DAY,
+            signed_tokens_valid_until: 0,
         }
     }
 }
@@ -37,6 +42,13 @@ impl OidcSettings {
     /// The longest time a signed token stays valid: how long a retired key stays published.
     pub fn longest_signed_token(&self) -> i64 {
         self.access_token_lifetime.max(self.id_token_lifetime)
+    }
+
+    /// Until when a revocation written `now` of a session's or grant's tokens must be kept: as
+    /// long as any of its signed tokens may be valid, also those issued before the lifetimes were
+    /// shortened, plus a minute of clock skew.
+    pub fn revocation_until(&self, now: i64) -> i64 {
+        (now + self.longest_signed_token()).max(self.signed_tokens_valid_until) + 60
     }
 }
 

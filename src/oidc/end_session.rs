@@ -196,12 +196,15 @@ pub async fn end_sessions(
     if before.is_empty() {
         return Ok(0);
     }
-    let keep = issue::lifetimes(state, c).await.map(|l| l.longest_signed_token()).unwrap_or(86_400) + 60;
-    revoke_sessions(state, c, &before, now, now + keep).await?;
+    let until = match issue::lifetimes(state, c).await {
+        Ok(l) => l.revocation_until(now),
+        Err(_) => now + 86_400 + 60,
+    };
+    revoke_sessions(state, c, &before, now, until).await?;
     let ended = session::end(c, ua_key, user_id).await?;
     // A session signed in between the read and the deletion (another tab) is revoked too.
     let late: Vec<String> = ended.iter().map(|s| s.session_id.clone()).filter(|id| !before.contains(id)).collect();
-    revoke_sessions(state, c, &late, now, now + keep).await?;
+    revoke_sessions(state, c, &late, now, until).await?;
     let ids: Vec<String> = ended.iter().map(|s| s.session_id.clone()).collect();
     if let Err(e) = super::backchannel::notify(state, c, &ended).await {
         tracing::warn!(error = %e, "back-channel logout notifications failed");

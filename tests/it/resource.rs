@@ -678,3 +678,25 @@ on_both!(a_logout_without_a_hint_asks_first, |srv| {
     let again = b.get(&url).await;
     assert_eq!(again.status, 303);
 });
+
+// A revocation outlasts the tokens it concerns, also those issued before the lifetimes were
+// shortened (it was kept for the new, shorter lifetime, and such a token came back to life).
+on_both!(revocations_outlast_tokens_issued_under_longer_lifetimes, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let id = crate::token::claims(t.ok()["id_token"].as_str().unwrap());
+    let (sid, exp) = (id["sid"].as_str().unwrap().to_string(), id["exp"].as_i64().unwrap());
+    srv.put("/admin/v1/settings/oidc", json!({"accessTokenLifetime": "3600s", "idTokenLifetime": "3600s"})).await.ok();
+    assert_eq!(b.sign_out("/oidc/v1/end_session").await.status, 200);
+    let mut c = srv.state.db.conn().await.unwrap();
+    let (until,): (i64,) = sqlx::query_as("SELECT expires_at FROM revocation WHERE revoked_key = $1")
+        .bind(format!("s:{sid}"))
+        .fetch_one(&mut *c)
+        .await
+        .unwrap();
+    assert!(until >= exp, "the session's revocation ({until}) outlasts its ID token ({exp})");
+});

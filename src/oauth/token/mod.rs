@@ -95,7 +95,7 @@ pub fn assertion_audiences(state: &AppState) -> [String; 2] {
 pub async fn revoke_grant(state: &AppState, c: &mut Conn, grant_id: &str) -> OAuthResult<()> {
     let now = state.clock.now();
     let life = issue::lifetimes(state, c).await?;
-    state.revocations.revoke(c, &revocation::grant_key(grant_id), now, now + life.longest_signed_token() + 60).await?;
+    state.revocations.revoke(c, &revocation::grant_key(grant_id), now, life.revocation_until(now)).await?;
     let n = refresh_store::revoke_grant(c, grant_id, now).await?;
     tracing::warn!(grant_id, refresh_tokens = n, "grant revoked after a reused code or refresh token");
     Ok(())
