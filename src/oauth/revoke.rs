@@ -1,6 +1,8 @@
 //! `POST /oauth/v2/revoke` (RFC 7009). Revoking an access token revokes only it; revoking a
 //! refresh token revokes its whole rotation chain and the access tokens issued from it. A
-//! client may revoke only its own tokens; unknown or already revoked tokens get HTTP 200.
+//! client may revoke only its own tokens; unknown or already revoked tokens get HTTP 200. The
+//! client is an application, or a machine user (its user name and secret) revoking the access
+//! tokens of its client_credentials grants.
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -49,15 +51,24 @@ async fn revoke(state: &AppState, headers: &HeaderMap, body: &[u8]) -> OAuthResu
     let mut c = state.db.conn().await?;
     let issuer = &state.settings.issuer;
     let endpoint = format!("{issuer}{}", paths::REVOKE);
-    let caller = client_auth::any_app(&state.cache, &mut c, &presented, &ALL, &[issuer, &endpoint], now).await?;
-    state.limits.client_as(&caller.client_id, presented.method)?;
+    // An application, or a machine user revoking the tokens of its client_credentials grants
+    // (their client_id is its user name).
+    let caller_id = match client_auth::any_app(&state.cache, &mut c, &presented, &ALL, &[issuer, &endpoint], now).await
+    {
+        Ok(app) => app.client_id,
+        Err(e) => match super::token::client_credentials::authenticated_machine(state, &mut c, &presented).await? {
+            Some(u) => u.username,
+            None => return Err(e),
+        },
+    };
+    state.limits.client_as(&caller_id, presented.method)?;
     let not_yours = || OAuthError::new(ErrorCode::UnauthorizedClient, "the token was issued to another client");
     // The hint decides the order of the search, not its outcome.
     let refresh_first = hint != Some("access_token");
     for attempt in 0..2 {
         if (attempt == 0) == refresh_first {
             if let Some(row) = refresh::get(&mut c, &secret::digest(token)).await? {
-                if row.client_id != caller.client_id {
+                if row.client_id != caller_id {
                     return Err(not_yours());
                 }
                 if row.revoked_at.is_none() {
@@ -66,7 +77,7 @@ async fn revoke(state: &AppState, headers: &HeaderMap, body: &[u8]) -> OAuthResu
                 return Ok(());
             }
         } else if let Some(claims) = access::decode(state, token) {
-            if claims.client_id != caller.client_id {
+            if claims.client_id != caller_id {
                 return Err(not_yours());
             }
             if claims.exp > now {

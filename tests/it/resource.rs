@@ -292,6 +292,32 @@ on_both!(revocation_endpoint, |srv| {
     let (s, h, b) = form(srv, "/oauth/v2/revoke", Some((&client_id, "wrong")), &[("token", "x")]).await;
     assert_eq!((s, b["error"].as_str()), (401, Some("invalid_client")));
     assert!(h.get("www-authenticate").unwrap().to_str().unwrap().starts_with("Basic"));
+
+    // A machine user revokes the tokens of its client_credentials grants with its name and
+    // secret, and no one else's; a wrong secret is invalid_client.
+    let m = srv.post("/management/v1/users/machine", json!({"userName": "robot", "name": "robot"})).await;
+    let robot = m.ok()["userId"].as_str().unwrap().to_string();
+    let s = srv.put(&format!("/management/v1/users/{robot}/secret"), json!({})).await;
+    let robot_secret = s.ok()["clientSecret"].as_str().unwrap().to_string();
+    let aud = format!("urn:service:iam:org:project:id:{project}:aud");
+    let cc = token(srv, Some(("robot", &robot_secret)), &[("grant_type", "client_credentials"), ("scope", &aud)]).await;
+    let robot_at = cc.ok()["access_token"].as_str().unwrap().to_string();
+    assert!(active(robot_at.clone()).await);
+    let (s, _, b) = form(srv, "/oauth/v2/revoke", Some(("robot", "wrong")), &[("token", &robot_at)]).await;
+    assert_eq!((s, b["error"].as_str()), (401, Some("invalid_client")));
+    let (s, _, b) =
+        form(srv, "/oauth/v2/revoke", Some((&other, other_secret.as_deref().unwrap())), &[("token", &robot_at)]).await;
+    assert_eq!((s, b["error"].as_str()), (400, Some("unauthorized_client")));
+    let (s, _, b) = form(srv, "/oauth/v2/revoke", Some(("robot", &robot_secret)), &[("token", &at)]).await;
+    assert_eq!(
+        (s, b["error"].as_str()),
+        (400, Some("unauthorized_client")),
+        "an application's token is not the robot's"
+    );
+    assert!(active(robot_at.clone()).await);
+    let (s, _, _) = form(srv, "/oauth/v2/revoke", Some(("robot", &robot_secret)), &[("token", &robot_at)]).await;
+    assert_eq!(s, 200);
+    assert!(!active(robot_at).await);
 });
 
 on_both!(end_session_ends_sessions_and_their_tokens, |srv| {

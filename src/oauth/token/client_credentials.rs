@@ -14,6 +14,29 @@ use crate::oauth::error::{OAuthError, OAuthResult};
 use crate::oauth::form::Form;
 use crate::oauth::issue::{self, Grant, Shape};
 use crate::oauth::scope::Scopes;
+use crate::store::user::User;
+
+/// Whether `secret` is machine user `u`'s secret (compared by digest in constant time).
+fn machine_secret_matches(u: &User, secret: Option<&str>) -> bool {
+    match (u.machine().and_then(|m| m.secret_digest.as_ref()), secret) {
+        (Some(d), Some(s)) => secret::matches(d, s),
+        _ => false,
+    }
+}
+
+/// The active machine user `p` authenticates as (its user name and secret, basic or post), if
+/// it does: the caller of the revocation endpoint when it is no application.
+pub async fn authenticated_machine(
+    state: &AppState,
+    c: &mut impl crate::store::Source,
+    p: &client_auth::Presented,
+) -> OAuthResult<Option<User>> {
+    if !matches!(p.method, Method::Basic | Method::Post) {
+        return Ok(None);
+    }
+    let u = state.cache.user_by_name(c, &p.client_id).await?.filter(|u| u.machine().is_some());
+    Ok(u.filter(|u| machine_secret_matches(u, p.secret()) && u.state == UserState::Active))
+}
 
 pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthResult<TokenResponse> {
     let p = client_auth::presented(headers, form)?
@@ -37,14 +60,10 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         let _ = secret::matches(&[0u8; 32], "");
         return Err(p.fail("client authentication failed"));
     };
-    let m = u.machine().cloned().unwrap_or_default();
-    let ok = match (&m.secret_digest, p.secret()) {
-        (Some(d), Some(s)) => secret::matches(d, s),
-        _ => false,
-    };
-    if !ok || u.state != UserState::Active {
+    if !machine_secret_matches(&u, p.secret()) || u.state != UserState::Active {
         return Err(p.fail("client authentication failed"));
     }
+    let m = u.machine().cloned().unwrap_or_default();
     state.limits.client(&u.username)?;
     let username = u.username.clone();
     let subject =

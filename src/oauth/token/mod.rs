@@ -1,6 +1,6 @@
 //! `POST /oauth/v2/token`: the grant type selects the behaviour (SPEC.md 4.3).
 
-mod client_credentials;
+pub(crate) mod client_credentials;
 mod code;
 mod exchange;
 mod jwt_bearer;
