@@ -211,7 +211,8 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::oauth::routes())
         .merge(crate::login::routes())
         .merge(ops::routes())
-        .layer(DefaultBodyLimit::max(crate::oauth::form::MAX_FORM));
+        .layer(DefaultBodyLimit::max(crate::oauth::form::MAX_FORM))
+        .layer(axum::middleware::from_fn_with_state(body_read_timeout, crate::http::body_deadline));
     Router::new()
         .merge(protocol)
         .merge(api)

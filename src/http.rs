@@ -189,3 +189,49 @@ impl HttpBody for ReadToEnd {
         self.inner.size_hint()
     }
 }
+
+/// Middleware (protocol and login routes): the whole request body must arrive within the
+/// body-read timeout. The per-chunk timeout alone lets a client trickle a byte just before it
+/// runs out and hold the request for hours; these bodies are at most a 64 KiB form, which any
+/// real client sends at once. A body past its deadline ends in an error, which the extractors
+/// answer as a bad request, and the connection closes (its body was not read to the end).
+pub async fn body_deadline(
+    axum::extract::State(limit): axum::extract::State<Duration>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if req.body().is_end_stream() {
+        return next.run(req).await;
+    }
+    let deadline = Box::pin(tokio::time::sleep(limit));
+    next.run(req.map(|inner| Body::new(Deadline { inner, deadline }))).await
+}
+
+/// A request body that fails once its deadline has passed.
+struct Deadline {
+    inner: Body,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl HttpBody for Deadline {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            return Poll::Ready(frame);
+        }
+        match self.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new("the request body took too long")))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

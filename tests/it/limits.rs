@@ -333,6 +333,32 @@ async fn slow_clients_are_cut_off() {
     let answer = String::from_utf8_lossy(&buf);
     assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 4"), "{answer}");
 
+    // A body that trickles, a byte well within each pause, still ends by the deadline for the
+    // whole body (the same timeout): it could otherwise hold the request for minutes.
+    let trickle = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let (mut rd, mut wr) = trickle.into_split();
+    wr.write_all(
+        b"POST /oauth/v2/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let writer = tokio::spawn(async move {
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            if wr.write_all(b"a").await.is_err() {
+                break;
+            }
+        }
+    });
+    let t0 = Instant::now();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(15), rd.read_to_end(&mut buf)).await;
+    assert!(read.is_ok(), "the trickling request was not ended");
+    assert!(t0.elapsed() < Duration::from_secs(6), "ended after {:?}", t0.elapsed());
+    let answer = String::from_utf8_lossy(&buf);
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 4"), "{answer}");
+    writer.abort();
+
     // Meanwhile others are served.
     assert_eq!(srv.get("/healthz").await.status, 200);
     srv.stop().await;
