@@ -203,14 +203,16 @@ pub async fn body_deadline(
     if req.body().is_end_stream() {
         return next.run(req).await;
     }
-    let deadline = Box::pin(tokio::time::sleep(limit));
-    next.run(req.map(|inner| Body::new(Deadline { inner, deadline }))).await
+    let at = tokio::time::Instant::now() + limit;
+    next.run(req.map(|inner| Body::new(Deadline { inner, at, timer: None }))).await
 }
 
-/// A request body that fails once its deadline has passed.
+/// A request body that fails once its deadline has passed. The timer is set only when the body
+/// has to be waited for: a form that came with its head (nearly every one) never sets one.
 struct Deadline {
     inner: Body,
-    deadline: Pin<Box<tokio::time::Sleep>>,
+    at: tokio::time::Instant,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl HttpBody for Deadline {
@@ -221,7 +223,8 @@ impl HttpBody for Deadline {
         if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
             return Poll::Ready(frame);
         }
-        match self.deadline.as_mut().poll(cx) {
+        let at = self.at;
+        match self.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at))).as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new("the request body took too long")))),
             Poll::Pending => Poll::Pending,
         }

@@ -186,9 +186,7 @@ impl Flow {
 
     /// The origin of the client's redirect URI, allowed as a form target in the CSP.
     pub fn redirect_origin(&self) -> Option<String> {
-        let u = url::Url::parse(&self.params.redirect_uri).ok()?;
-        let o = u.origin();
-        Some(if o.is_tuple() { o.ascii_serialization() } else { format!("{}:", u.scheme()) })
+        url::Url::parse(&self.params.redirect_uri).ok().map(|u| pages::form_target(&u))
     }
 
     pub fn app_name(&self) -> &str {

@@ -173,6 +173,13 @@ pub fn with_headers(status: StatusCode, html: String, csp: &str) -> Response {
 }
 
 /// Renders a page (a rendering failure becomes the error page).
+/// How a redirect to `u` is allowed as a form target in a CSP: its origin, or for a custom
+/// scheme (a native app's `com.example.app:/cb`) the scheme.
+pub fn form_target(u: &url::Url) -> String {
+    let o = u.origin();
+    if o.is_tuple() { o.ascii_serialization() } else { format!("{}:", u.scheme()) }
+}
+
 pub fn render<T: Template>(t: &Texts, status: StatusCode, page: &T, form_action: Option<&str>) -> Response {
     match page.render() {
         Ok(html) => with_headers(status, html, &csp(form_action)),

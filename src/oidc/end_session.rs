@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use crate::app::AppState;
 use crate::login::cookie;
+use crate::login::flow::store_fail;
 use crate::login::i18n::{self, Texts};
 use crate::login::pages;
 use crate::oauth::authorize::request_id;
@@ -95,29 +96,13 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
     };
     let mut c = match state.db.conn().await {
         Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(error = %e, "end_session failed on the store");
-            return pages::error_page(
-                t,
-                StatusCode::SERVICE_UNAVAILABLE,
-                "The service is temporarily unavailable.",
-                &request_id(headers),
-            );
-        }
+        Err(e) => return store_fail(t, headers, e),
     };
     let target = match (&client_id, redirect) {
         (Some(cid), Some(uri)) => match client::load(&state.cache, &mut c, cid).await {
             Ok(Some(cl)) if cl.post_logout_allowed(uri) => Some(uri.to_string()),
             Ok(_) => return bad("the post_logout_redirect_uri is not registered for this client"),
-            Err(e) => {
-                tracing::warn!(error = %e, "end_session failed on the store");
-                return pages::error_page(
-                    t,
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "The service is temporarily unavailable.",
-                    &request_id(headers),
-                );
-            }
+            Err(e) => return store_fail(t, headers, e),
         },
         // Without a client the URI cannot be checked, so it is ignored.
         _ => None,
@@ -135,12 +120,8 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
         match session::of_browser(&mut c, &b.key, state.clock.now()).await {
             Ok(live) if live.is_empty() => {}
             Ok(_) => {
-                // The form's answer redirects to the client: its origin (or, for a custom
-                // scheme, the scheme) must be a form target in the CSP, as on the login pages.
-                let origin = target.as_deref().and_then(|u| url::Url::parse(u).ok()).map(|u| {
-                    let o = u.origin();
-                    if o.is_tuple() { o.ascii_serialization() } else { format!("{}:", u.scheme()) }
-                });
+                // The form's answer redirects to the client: a form target in the CSP.
+                let origin = target.as_deref().and_then(|u| url::Url::parse(u).ok()).map(|u| pages::form_target(&u));
                 let confirm = b.derived(CONFIRM);
                 let page = pages::ConfirmLogout {
                     t,
@@ -152,27 +133,13 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
                 };
                 return pages::render(t, StatusCode::OK, &page, origin.as_deref());
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "end_session failed on the store");
-                return pages::error_page(
-                    t,
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "The service is temporarily unavailable.",
-                    &request_id(headers),
-                );
-            }
+            Err(e) => return store_fail(t, headers, e),
         }
     }
     if let Some(browser) = browser
         && let Err(e) = end_sessions(state, &mut c, &browser.key, hint.as_ref().map(|h| h.sub.as_str())).await
     {
-        tracing::warn!(error = %e, "ending sessions failed");
-        return pages::error_page(
-            t,
-            StatusCode::SERVICE_UNAVAILABLE,
-            "The service is temporarily unavailable.",
-            &request_id(headers),
-        );
+        return store_fail(t, headers, e);
     }
     respond(t, target, st)
 }

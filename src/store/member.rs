@@ -63,18 +63,7 @@ pub async fn insert(
     roles: &[String],
     now: i64,
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO member (member_kind, scope_id, user_id, roles, created_at, changed_at) \
-         VALUES ($1, $2, $3, $4, $5, $5)",
-    )
-    .bind(scope.as_str())
-    .bind(scope_id)
-    .bind(user_id)
-    .bind(to_json(&roles))
-    .bind(now)
-    .execute(&mut *c)
-    .await?;
-    Ok(())
+    write(c, scope, scope_id, user_id, roles, now, "").await
 }
 
 /// Adds the member, or replaces its roles.
@@ -86,11 +75,23 @@ pub async fn upsert(
     roles: &[String],
     now: i64,
 ) -> Result<()> {
-    sqlx::query(
+    let replace = "ON CONFLICT (member_kind, scope_id, user_id) DO UPDATE SET roles = $4, changed_at = $5";
+    write(c, scope, scope_id, user_id, roles, now, replace).await
+}
+
+async fn write(
+    c: &mut Conn,
+    scope: Scope,
+    scope_id: &str,
+    user_id: &str,
+    roles: &[String],
+    now: i64,
+    on_conflict: &str,
+) -> Result<()> {
+    sqlx::query(&format!(
         "INSERT INTO member (member_kind, scope_id, user_id, roles, created_at, changed_at) \
-         VALUES ($1, $2, $3, $4, $5, $5) \
-         ON CONFLICT (member_kind, scope_id, user_id) DO UPDATE SET roles = $4, changed_at = $5",
-    )
+         VALUES ($1, $2, $3, $4, $5, $5) {on_conflict}"
+    ))
     .bind(scope.as_str())
     .bind(scope_id)
     .bind(user_id)

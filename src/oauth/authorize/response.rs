@@ -65,8 +65,7 @@ pub fn respond(
         }
         ResponseMode::FormPost => {
             let page = FormPost { t, action: redirect_uri, fields: &fields };
-            let origin = url.origin();
-            let target = if origin.is_tuple() { origin.ascii_serialization() } else { format!("{}:", url.scheme()) };
+            let target = crate::login::pages::form_target(&url);
             let csp = format!(
                 "default-src 'none'; script-src 'sha256-{}'; form-action {target}; frame-ancestors 'none'; base-uri 'none'",
                 script_hash()
