@@ -36,6 +36,15 @@ pub fn max(req: &str, field: &str, value: &str, max: usize) -> Check {
     length(req, field, value, 0, max)
 }
 
+/// No control characters (line breaks, tabs, NUL, C1 controls): for names that end up in
+/// pages, e-mail greetings and tokens.
+pub fn no_controls(req: &str, field: &str, value: &str) -> Check {
+    if value.chars().any(char::is_control) {
+        return Err(invalid(req, field, "value must not contain control characters"));
+    }
+    Ok(())
+}
+
 /// A plausible e-mail address: `local@domain.tld`, no spaces, at most 200 characters.
 pub fn email(req: &str, field: &str, value: &str) -> Check {
     length(req, field, value, 1, 200)?;
@@ -134,6 +143,14 @@ pub fn slug(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn controls() {
+        assert!(no_controls("R", "f", "Zoë Ünal-O'Brien").is_ok());
+        for bad in ["a\nb", "a\rb", "a\tb", "a\0b", "a\u{85}b"] {
+            assert!(no_controls("R", "f", bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn lengths() {

@@ -3,11 +3,18 @@
 
 use std::path::PathBuf;
 
+use tokio::io::AsyncWriteExt;
+
 use lettre::message::{Mailbox, header::ContentType};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 use crate::config::{Settings, SmtpTls};
+
+/// How long one SMTP command may take before the message counts as not delivered (lettre's
+/// default is a minute). A code's e-mail is sent while the request holds a database connection,
+/// so a mail server that stops answering must not hold it for long.
+const SMTP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[derive(Clone)]
 pub enum Mailer {
@@ -38,7 +45,7 @@ impl Mailer {
             }
             SmtpTls::None => AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&smtp.host),
         };
-        let mut builder = builder.port(smtp.port);
+        let mut builder = builder.port(smtp.port).timeout(Some(SMTP_TIMEOUT));
         if let (Some(u), Some(p)) = (&smtp.user, &smtp.password) {
             builder = builder.credentials(Credentials::new(u.clone(), p.clone()));
         }
@@ -62,9 +69,23 @@ impl Mailer {
             .map_err(|e| e.to_string())?;
         match self {
             Mailer::Outbox { dir, .. } => {
-                tokio::fs::create_dir_all(dir).await.map_err(|e| e.to_string())?;
+                // The messages hold live codes: readable by latch's own user only.
+                tokio::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 let path = dir.join(format!("{}.eml", crate::id::new_id()));
-                tokio::fs::write(&path, msg.formatted()).await.map_err(|e| e.to_string())?;
+                let mut file = tokio::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&path)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                file.write_all(&msg.formatted()).await.map_err(|e| e.to_string())?;
+                file.flush().await.map_err(|e| e.to_string())?;
                 tracing::info!(to = %to, subject = %subject, path = %path.display(), "e-mail written to the outbox (no SMTP configured)");
             }
             Mailer::Smtp { transport, .. } => {

@@ -193,11 +193,16 @@ impl Flow {
         &self.client.app.name
     }
 
+    /// The login name the pages show: what the person typed, as it was typed, whether or not
+    /// such a user exists (the stored login name would tell that one does); the stored one for
+    /// a user chosen from this browser's sessions; else the application's hint.
     pub fn login_name(&self) -> String {
-        match &self.user {
-            Some(u) => u.login_name(),
-            None => self.progress.login_name.clone().or_else(|| self.params.login_hint.clone()).unwrap_or_default(),
-        }
+        self.progress
+            .login_name
+            .clone()
+            .or_else(|| self.user.as_ref().map(|u| u.login_name()))
+            .or_else(|| self.params.login_hint.clone())
+            .unwrap_or_default()
     }
 }
 

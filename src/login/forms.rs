@@ -180,9 +180,11 @@ pub async fn login_name(
     f.progress.start = Start::Login;
     match user::find_for_login(&mut c, name).await {
         Ok(Some(u)) => f.user = Some(u),
-        Ok(None) => f.progress.login_name = Some(name.to_string()),
+        Ok(None) => {}
         Err(e) => return store_fail(f.t, &headers, e),
     }
+    // Kept as typed for the pages whether or not the user exists (Flow::login_name).
+    f.progress.login_name = Some(name.to_string());
     if let Err(e) = f.save(&mut c).await {
         return store_fail(f.t, &headers, e);
     }
@@ -395,6 +397,7 @@ pub async fn register(
     let (username, mut human) = match input.validate("RegisterRequest") {
         Ok(v) => v,
         Err(e) if e.message.contains("email") => return again(t.err_email_invalid.to_string()),
+        Err(e) if e.message.contains("control characters") => return again(t.err_name_controls.to_string()),
         Err(_) => return again(t.err_required.to_string()),
     };
     match check_new_password(&mut c, t, &org_id, &form.password, &form.password_repeat).await {

@@ -80,6 +80,10 @@ pub struct Texts {
     pub err_param_repeated: &'static str,
     pub err_param_too_long: &'static str,
     pub err_param_invalid: &'static str,
+    pub err_hint_invalid: &'static str,
+    pub err_name_controls: &'static str,
+    pub err_hint_other_client: &'static str,
+    pub err_post_logout_unknown: &'static str,
     pub pw_too_short: &'static str,
     pub pw_upper: &'static str,
     pub pw_lower: &'static str,
@@ -165,6 +169,10 @@ pub static EN: Texts = Texts {
     err_param_repeated: "The parameter {} is repeated.",
     err_param_too_long: "The parameter {} is too long.",
     err_param_invalid: "The parameter {} contains an invalid character.",
+    err_hint_invalid: "The id_token_hint is not an ID token of this issuer.",
+    err_name_controls: "Names must not contain line breaks or other control characters.",
+    err_hint_other_client: "client_id and the id_token_hint name different applications.",
+    err_post_logout_unknown: "The return address (post_logout_redirect_uri) is not registered for this application.",
     pw_too_short: "it is too short",
     pw_upper: "it needs an uppercase letter",
     pw_lower: "it needs a lowercase letter",
@@ -222,7 +230,7 @@ pub static DE: Texts = Texts {
     signed_out: "Sie sind abgemeldet",
     sign_out: "Abmelden",
     sign_out_question: "Möchten Sie sich abmelden? Alle in diesem Browser angemeldeten Konten werden abgemeldet.",
-    signed_out_text: "Sie wurden abgemeldet. Sie können dieses Fenster schliessen.",
+    signed_out_text: "Sie wurden abgemeldet. Sie können dieses Fenster schließen.",
     error_heading: "Etwas ist schiefgelaufen",
     error_request_id: "Anfrage-ID",
     form_post_text: "Ihr Browser führt keine Skripte aus. Drücken Sie die Schaltfläche, um fortzufahren.",
@@ -250,8 +258,12 @@ pub static DE: Texts = Texts {
     err_param_repeated: "Der Parameter {} kommt mehrfach vor.",
     err_param_too_long: "Der Parameter {} ist zu lang.",
     err_param_invalid: "Der Parameter {} enthält ein ungültiges Zeichen.",
+    err_hint_invalid: "Der id_token_hint ist kein ID-Token dieses Ausstellers.",
+    err_name_controls: "Namen dürfen keine Zeilenumbrüche oder anderen Steuerzeichen enthalten.",
+    err_hint_other_client: "client_id und der id_token_hint nennen verschiedene Anwendungen.",
+    err_post_logout_unknown: "Die Rücksprungadresse (post_logout_redirect_uri) ist für diese Anwendung nicht registriert.",
     pw_too_short: "es ist zu kurz",
-    pw_upper: "es braucht einen Grossbuchstaben",
+    pw_upper: "es braucht einen Großbuchstaben",
     pw_lower: "es braucht einen Kleinbuchstaben",
     pw_number: "es braucht eine Ziffer",
     pw_symbol: "es braucht ein Sonderzeichen",
@@ -292,7 +304,12 @@ pub fn choose(ui_locales: &[String], headers: &HeaderMap) -> &'static Texts {
                 let mut it = part.trim().split(';');
                 let tag = it.next()?.trim();
                 // A weight that is no number, or 0 ("not acceptable"), drops the entry.
-                let q = match it.find_map(|p| p.trim().strip_prefix("q=")) {
+                // The parameter's name is case-insensitive, with optional blanks around "="
+                // (RFC 9110 12.4.2, 5.6.6).
+                let q = match it.find_map(|p| {
+                    let (name, value) = p.split_once('=')?;
+                    name.trim().eq_ignore_ascii_case("q").then(|| value.trim())
+                }) {
                     None => 1.0,
                     Some(q) => q.parse::<f32>().ok().filter(|q| q.is_finite() && *q > 0.0)?,
                 };
@@ -347,5 +364,14 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(ACCEPT_LANGUAGE, HeaderValue::from_str(&v.join(", ")).unwrap());
         assert_eq!(choose(&[], &h).lang, "de");
+    }
+
+    #[test]
+    fn a_weight_is_read_whatever_its_case_and_blanks() {
+        for header in ["en;Q=0.1, de", "en; q = 0.1, de", "en ;Q= 0.1 , de;q=0.5"] {
+            let mut h = HeaderMap::new();
+            h.insert(ACCEPT_LANGUAGE, HeaderValue::from_static(header));
+            assert_eq!(choose(&[], &h).lang, "de", "{header}");
+        }
     }
 }

@@ -77,6 +77,15 @@ pub fn validate_profile(req: &str, p: &ProfileInput) -> ApiResult<()> {
     validate::max(req, "profile.nickName", &p.nick_name, 200)?;
     validate::max(req, "profile.displayName", &p.display_name, 200)?;
     validate::max(req, "profile.preferredLanguage", &p.preferred_language, 10)?;
+    for (field, value) in [
+        ("profile.firstName", &p.first_name),
+        ("profile.lastName", &p.last_name),
+        ("profile.nickName", &p.nick_name),
+        ("profile.displayName", &p.display_name),
+        ("profile.preferredLanguage", &p.preferred_language),
+    ] {
+        validate::no_controls(req, field, value)?;
+    }
     Ok(())
 }
 

@@ -42,14 +42,29 @@ pub async fn post(State(state): State<AppState>, headers: HeaderMap, body: Bytes
 /// What the confirmation form carries (see [`Browser::derived`](cookie::Browser::derived)).
 const CONFIRM: &str = "end_session";
 
-fn one<'a>(pairs: &'a [(String, String)], name: &str) -> Result<Option<&'a str>, String> {
+/// Why a parameter is refused: repeated, or holding a NUL.
+enum Bad<'a> {
+    Repeated(&'a str),
+    Invalid(&'a str),
+}
+
+impl Bad<'_> {
+    fn message(&self, t: &Texts) -> String {
+        match self {
+            Bad::Repeated(name) => t.err_param_repeated.replace("{}", name),
+            Bad::Invalid(name) => t.err_param_invalid.replace("{}", name),
+        }
+    }
+}
+
+fn one<'a, 'n>(pairs: &'a [(String, String)], name: &'n str) -> Result<Option<&'a str>, Bad<'n>> {
     let mut it = pairs.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str());
     let first = it.next();
     if it.next().is_some() {
-        return Err(format!("the parameter {name} is repeated"));
+        return Err(Bad::Repeated(name));
     }
     if first.is_some_and(|v| v.contains('\0')) {
-        return Err(format!("the parameter {name} contains an invalid character"));
+        return Err(Bad::Invalid(name));
     }
     Ok(first.filter(|v| !v.is_empty()))
 }
@@ -66,11 +81,11 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
         one(&pairs, "state"),
     ) {
         (Ok(h), Ok(c), Ok(r), Ok(s)) => (h, c, r, s),
-        (Err(e), ..) | (_, Err(e), ..) | (_, _, Err(e), _) | (.., Err(e)) => return bad(&e),
+        (Err(e), ..) | (_, Err(e), ..) | (_, _, Err(e), _) | (.., Err(e)) => return bad(&e.message(t)),
     };
     let confirmed = match one(&pairs, "confirm") {
         Ok(c) => c,
-        Err(e) => return bad(&e),
+        Err(e) => return bad(&e.message(t)),
     };
     let asked = (client_id, redirect, st);
     // The hint identifies the client and the subject; an expired hint still does, a forged
@@ -78,7 +93,7 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
     let hint = match hint {
         Some(h) => match state.tokens.verify_id_token::<HintClaims>(h) {
             Some(c) => Some(c),
-            None => return bad("the id_token_hint is not an ID token of this issuer"),
+            None => return bad(t.err_hint_invalid),
         },
         None => None,
     };
@@ -90,7 +105,7 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
         })
     });
     let client_id = match (client_id, hint_client.as_deref()) {
-        (Some(c), Some(h)) if c != h => return bad("client_id and the id_token_hint name different clients"),
+        (Some(c), Some(h)) if c != h => return bad(t.err_hint_other_client),
         (Some(c), _) => Some(c.to_string()),
         (None, h) => h.map(str::to_string),
     };
@@ -101,7 +116,7 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
     let target = match (&client_id, redirect) {
         (Some(cid), Some(uri)) => match client::load(&state.cache, &mut c, cid).await {
             Ok(Some(cl)) if cl.post_logout_allowed(uri) => Some(uri.to_string()),
-            Ok(_) => return bad("the post_logout_redirect_uri is not registered for this client"),
+            Ok(_) => return bad(t.err_post_logout_unknown),
             Err(e) => return store_fail(t, headers, e),
         },
         // Without a client the URI cannot be checked, so it is ignored.

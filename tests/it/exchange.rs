@@ -154,6 +154,24 @@ on_both!(only_live_id_tokens_pass_as_id_tokens, |srv| {
     assert_eq!(claims(&access)["sub"], claims(&id_token)["sub"]);
     exchange(access.clone()).await.err(400, "invalid_grant");
     exchange(id_token.clone()).await.ok();
+    // An ID token allows openid (an ID token out), not offline_access.
+    let with_scope = |scope: &'static str| {
+        let (cid, sec, subject) = (client_id.clone(), secret.clone(), id_token.clone());
+        async move {
+            let form = [
+                ("grant_type", TE),
+                ("subject_token", subject.as_str()),
+                ("subject_token_type", ID),
+                ("scope", scope),
+                ("requested_token_type", ID),
+            ];
+            token(srv, Some((&cid, &sec)), &form).await
+        }
+    };
+    let r = with_scope("openid").await;
+    assert_eq!(claims(r.ok()["access_token"].as_str().unwrap())["sub"], claims(&id_token)["sub"]);
+    assert_eq!(r.body["token_type"], "N_A");
+    with_scope("openid offline_access").await.err(400, "invalid_scope");
     // Once the session has ended, its ID token is exchanged no more.
     let out = b.get(&format!("/oidc/v1/end_session?id_token_hint={id_token}")).await;
     assert!(out.status == 303 || out.status == 200, "{}", out.status);

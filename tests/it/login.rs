@@ -28,10 +28,15 @@ pub async fn start(srv: &TestServer, b: &Browser, extra: &[(&str, &str)]) -> (St
 
 /// The newest message in the outbox for `to`, and the code in it.
 fn outbox_code(srv: &TestServer, to: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
     let dir = srv.settings.data_dir.join("outbox");
+    // The messages hold live codes: latch's own user only.
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
     let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     for f in files.iter().rev() {
+        assert_eq!(mode(f), 0o600, "{}", f.display());
         let text = std::fs::read_to_string(f).unwrap();
         if text.contains(to) {
             let line = text
@@ -55,6 +60,15 @@ on_both!(wrong_passwords_lockout_and_no_enumeration, |srv| {
     srv.put("/admin/v1/policies/password/lockout", json!({"maxPasswordAttempts": 3})).await.ok();
     let b = Browser::new(srv);
     let (id, page) = start(srv, &b, &[]).await;
+    // The password page repeats what was typed, user or no user: with the names swapped the
+    // two pages are the same (the stored login name, alice@domain, would tell who exists).
+    let name_page = |name: &'static str| {
+        let (b, id, csrf) = (&b, id.clone(), page.csrf());
+        async move { b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &csrf), ("loginname", name)]).await }
+    };
+    let (known, unknown) = (name_page("ALICE").await, name_page("NOBODY").await);
+    assert!(known.html.contains("name=\"password\"") && !known.html.contains("alice@"), "{}", known.html);
+    assert_eq!(known.html.replace("ALICE", "X"), unknown.html.replace("NOBODY", "X"));
     let wrong = b.sign_in(&id, &page, "alice", "wrong-password").await;
     assert_eq!(wrong.status, 200);
     assert!(wrong.html.contains("The login name or the password is wrong."), "{}", wrong.html);
@@ -193,6 +207,23 @@ on_both!(registration_with_email_verification, |srv| {
             .await
         }
     };
+    // Names with line breaks (text for the e-mail greeting) are refused before anything is sent.
+    let crafted = b
+        .post(
+            &format!("/ui/login/{id}/register"),
+            &[
+                ("csrf", &csrf),
+                ("email", "victim@example.com"),
+                ("first_name", "Erin\r\nYour account is suspended"),
+                ("last_name", "Reg"),
+                ("user_name", ""),
+                ("password", "Sign-up-Pw1"),
+                ("password_repeat", "Sign-up-Pw1"),
+            ],
+        )
+        .await;
+    assert!(crafted.html.contains("control characters"), "{}", crafted.html);
+    assert!(!srv.settings.data_dir.join("outbox").exists(), "no e-mail");
     let bad = register("Sign-up-Pw1", "not-an-email").await;
     assert!(bad.html.contains("not valid"), "{}", bad.html);
     let weak = register("weak", "erin@example.com").await;
@@ -324,6 +355,10 @@ on_both!(german_pages_and_security_headers, |srv| {
     b2.accept_language = Some("de-DE,de;q=0.9".into());
     let (_, page2) = start(srv, &b2, &[]).await;
     assert!(page2.html.contains("Anmelden"));
+    // The logout endpoint's errors are German too.
+    let out = b2.get("/oidc/v1/end_session?state=a&state=b").await;
+    assert_eq!(out.status, 400);
+    assert!(out.html.contains("Der Parameter state kommt mehrfach vor."), "{}", out.html);
 
     let csp = page.header("content-security-policy").unwrap();
     assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"), "{csp}");

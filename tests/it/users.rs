@@ -192,6 +192,8 @@ on_both!(bad_input_is_refused_and_changes_nothing, |srv| {
         (json!({"userName": "x y", "profile": {"firstName": "A", "lastName": "B"}, "email": {"email": "x@example.com"}}).to_string(), "spaces"),
         (json!({"userName": "x", "profile": {"firstName": "A", "lastName": "B", "gender": "GENDER_ROBOT"}, "email": {"email": "x@example.com"}}).to_string(), "GENDER_ROBOT"),
         (json!({"userName": "x", "profile": {"firstName": "A", "lastName": "B"}, "email": {"email": "nope"}}).to_string(), "email"),
+        (json!({"userName": "x", "profile": {"firstName": "A\nVisit evil.example", "lastName": "B"}, "email": {"email": "x@example.com"}}).to_string(), "firstName: value must not contain control characters"),
+        (json!({"userName": "x", "profile": {"firstName": "A", "lastName": "B", "displayName": "A\u{0}B"}, "email": {"email": "x@example.com"}}).to_string(), "displayName"),
         (json!({"userName": "x", "profile": {"firstName": "A", "lastName": "B"}, "email": {"email": "x@example.com"}, "phone": {"phone": "12345"}}).to_string(), "phone"),
         (json!({"userName": "x", "profile": {"firstName": "A", "lastName": "B"}, "email": {"email": "x@example.com"}, "initialPassword": "weak"}).to_string(), "complexity"),
     ] {

@@ -114,7 +114,9 @@ async fn token_party(state: &AppState, c: &mut Conn, token: &str, kind: &str, ro
             Ok(Party {
                 user,
                 audience: audience_of(&claims.aud),
-                scopes: Scopes::default(),
+                // An ID token stands for an OpenID sign-in: it allows `openid` (an ID token or
+                // an access token for it), nothing more (no offline_access from an ID token).
+                scopes: Scopes(vec!["openid".into()]),
                 act: claims.act,
                 auth_time: claims.auth_time,
                 amr: claims.amr,
