@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
 use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue, header};
@@ -42,8 +41,8 @@ pub struct Inner {
     pub mailer: crate::login::email::Mailer,
     /// Encrypts TOTP secrets at rest.
     pub otp_cipher: crate::crypto::aead::Aead,
-    /// The discovery document, rendered once.
-    pub discovery: Bytes,
+    /// The discovery document, rendered once per combination of the features it reflects.
+    pub discovery: oidc::discovery::Documents,
     pub jwks_cache_control: String,
     /// Applications, projects, organizations and lifetimes read recently.
     pub cache: crate::cache::ConfigCache,
@@ -174,7 +173,7 @@ pub async fn start(settings: Settings, clock: SharedClock) -> Result<Started, St
     let tokens = Arc::new(TokenService::load(&db, &master, keys.clone(), clock.now()).await?);
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
     let state = AppState(Arc::new(Inner {
-        discovery: oidc::discovery::render(&settings.issuer),
+        discovery: oidc::discovery::Documents::render(&settings.issuer),
         jwks_cache_control: format!("public, max-age={}", settings.keys.jwks_max_age),
         limits: crate::limits::RateLimits::new(settings.limits.clone()),
         cache: crate::cache::ConfigCache::default(),

@@ -1,6 +1,7 @@
 //! A short-lived cache of configuration the protocol endpoints read on every request:
-//! applications by client id, projects, organizations, the token lifetimes and the login policy. They change
-//! rarely and only through the APIs, so each replica keeps what it read for [`TTL`]:
+//! applications by client id, projects, organizations, the token lifetimes, the login policy and
+//! the instance features. They change rarely and only through the APIs, so each replica keeps
+//! what it read for [`TTL`]:
 //!
 //! - on the replica that made a change, the API clears the cache when the change is answered
 //!   (see `api::clear_cache_after_writes`), so the change shows at once;
@@ -25,7 +26,7 @@ use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::domain::settings::{LoginPolicy, OidcSettings};
+use crate::domain::settings::{Features, LoginPolicy, OidcSettings};
 use crate::store::app::App;
 use crate::store::key::{self, PublicKey};
 use crate::store::org::Org;
@@ -98,6 +99,8 @@ pub struct ConfigCache {
     orgs: Ttl<Option<Org>>,
     oidc: Ttl<OidcSettings>,
     login: Ttl<LoginPolicy>,
+    /// The instance's feature flags (the discovery document reflects two of them).
+    features: Ttl<Features>,
     users: Ttl<Option<User>>,
     /// User ids by folded user name.
     user_names: Ttl<Option<String>>,
@@ -117,6 +120,7 @@ impl Default for ConfigCache {
             orgs: Ttl::new(),
             oidc: Ttl::new(),
             login: Ttl::new(),
+            features: Ttl::new(),
             users: Ttl::new(),
             user_names: Ttl::new(),
             machine_keys: Ttl::new(),
@@ -167,6 +171,12 @@ impl ConfigCache {
     pub async fn login_policy(&self, c: &mut impl Source) -> Result<LoginPolicy> {
         let load = async { Ok(setting::load::<LoginPolicy>(c.conn().await?, setting::INSTANCE).await?.value) };
         self.cached(&self.login, "", load).await
+    }
+
+    /// The instance's feature flags.
+    pub async fn features(&self, c: &mut impl Source) -> Result<Features> {
+        let load = async { Ok(setting::load::<Features>(c.conn().await?, setting::INSTANCE).await?.value) };
+        self.cached(&self.features, "", load).await
     }
 
     /// A user by id, for the token paths.
@@ -246,6 +256,7 @@ impl ConfigCache {
         self.orgs.clear();
         self.oidc.clear();
         self.login.clear();
+        self.features.clear();
         self.users.clear();
         self.user_names.clear();
         self.machine_keys.clear();

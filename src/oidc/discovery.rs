@@ -1,4 +1,7 @@
-//! The OpenID Connect Discovery document, built once at start and served from memory.
+//! The OpenID Connect Discovery document, built at start in one variant per combination of the
+//! instance features it reflects (back-channel logout, token exchange) and served from memory;
+//! the features come from the configuration cache (`crate::cache`), so a change shows within its
+//! TTL on every replica.
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -7,6 +10,7 @@ use axum::response::IntoResponse;
 use serde_json::json;
 
 use crate::app::AppState;
+use crate::domain::settings::Features;
 use crate::paths;
 
 /// Client authentication methods per endpoint (SPEC.md 2.1).
@@ -15,9 +19,22 @@ const INTROSPECTION_AUTH_METHODS: [&str; 2] = ["client_secret_basic", "private_k
 /// Algorithms accepted for client assertions (private_key_jwt).
 const ASSERTION_ALGS: [&str; 3] = ["RS256", "ES256", "EdDSA"];
 
-pub fn document(issuer: &str) -> serde_json::Value {
+/// The document for an instance with `features` on: back-channel logout is advertised only
+/// when the instance sends logout tokens, and the token exchange grant only when it is enabled
+/// (both are omitted otherwise, as ZITADEL does for back-channel logout).
+pub fn document(issuer: &str, features: &Features) -> serde_json::Value {
     let url = |p: &str| format!("{issuer}{p}");
-    json!({
+    let mut grants = vec![
+        "authorization_code",
+        "implicit",
+        "refresh_token",
+        "client_credentials",
+        "urn:ietf:params:oauth:grant-type:jwt-bearer",
+    ];
+    if features.oidc_token_exchange == Some(true) {
+        grants.push("urn:ietf:params:oauth:grant-type:token-exchange");
+    }
+    let mut doc = json!({
         "issuer": issuer,
         "authorization_endpoint": url(paths::AUTHORIZE),
         "token_endpoint": url(paths::TOKEN),
@@ -25,23 +42,13 @@ pub fn document(issuer: &str) -> serde_json::Value {
         "userinfo_endpoint": url(paths::USERINFO),
         "revocation_endpoint": url(paths::REVOKE),
         "end_session_endpoint": url(paths::END_SESSION),
-        "backchannel_logout_supported": true,
-        "backchannel_logout_session_supported": true,
         "jwks_uri": url(paths::KEYS),
         "scopes_supported": ["openid", "profile", "email", "phone", "address", "offline_access"],
         "response_types_supported": ["code", "id_token", "id_token token"],
         "response_modes_supported": ["query", "fragment", "form_post"],
-        "grant_types_supported": [
-            "authorization_code",
-            "implicit",
-            "refresh_token",
-            "client_credentials",
-            "urn:ietf:params:oauth:grant-type:jwt-bearer",
-            "urn:ietf:params:oauth:grant-type:token-exchange"
-        ],
+        "grant_types_supported": grants,
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["RS256", "ES256", "EdDSA"],
-        "request_object_signing_alg_values_supported": ["RS256"],
         "token_endpoint_auth_methods_supported": ALL_AUTH_METHODS,
         "token_endpoint_auth_signing_alg_values_supported": ASSERTION_ALGS,
         "introspection_endpoint_auth_methods_supported": INTROSPECTION_AUTH_METHODS,
@@ -60,20 +67,50 @@ pub fn document(issuer: &str) -> serde_json::Value {
         "request_uri_parameter_supported": false,
         "claims_parameter_supported": false,
         "authorization_response_iss_parameter_supported": true
-    })
+    });
+    if features.enable_back_channel_logout == Some(true) {
+        doc["backchannel_logout_supported"] = json!(true);
+        doc["backchannel_logout_session_supported"] = json!(true);
+    }
+    doc
 }
 
-pub fn render(issuer: &str) -> Bytes {
-    Bytes::from(document(issuer).to_string())
+/// The rendered documents, one per combination of the two features.
+#[derive(Clone, Debug)]
+pub struct Documents([Bytes; 4]);
+
+impl Documents {
+    pub fn render(issuer: &str) -> Self {
+        Self(std::array::from_fn(|i| {
+            let features =
+                Features { enable_back_channel_logout: Some(i & 1 != 0), oidc_token_exchange: Some(i & 2 != 0) };
+            Bytes::from(document(issuer, &features).to_string())
+        }))
+    }
+
+    pub fn get(&self, features: &Features) -> Bytes {
+        let i = usize::from(features.enable_back_channel_logout == Some(true))
+            | usize::from(features.oidc_token_exchange == Some(true)) << 1;
+        self.0[i].clone()
+    }
 }
 
 pub async fn handler(State(state): State<AppState>) -> impl IntoResponse {
+    // Read from the cache (the store once per TTL); if the store cannot answer, the document
+    // without the optional features (a client then does not count on them).
+    let features = match state.cache.features(&mut state.db.lazy()).await {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::warn!(error = %e, "discovery: the instance features could not be read");
+            Features::default()
+        }
+    };
     (
         [
             (header::CONTENT_TYPE, "application/json"),
             (header::CACHE_CONTROL, "public, max-age=300"),
             (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
         ],
-        state.discovery.clone(),
+        state.discovery.get(&features),
     )
 }

@@ -38,6 +38,23 @@ on_both!(discovery_document, |srv| {
     assert!(d["scopes_supported"].as_array().unwrap().contains(&json!("openid")));
     assert_eq!(d["request_uri_parameter_supported"], json!(false));
     assert_eq!(d["authorization_response_iss_parameter_supported"], json!(true));
+    // Request objects are not taken, so no algorithms for them are named.
+    assert_eq!(d["request_parameter_supported"], json!(false));
+    assert!(d.get("request_object_signing_alg_values_supported").is_none());
+    // Back-channel logout and token exchange are advertised only while the instance has them on.
+    let grants = |d: &serde_json::Value| d["grant_types_supported"].as_array().unwrap().clone();
+    assert!(d.get("backchannel_logout_supported").is_none() && d.get("backchannel_logout_session_supported").is_none());
+    assert!(!grants(d).contains(&json!("urn:ietf:params:oauth:grant-type:token-exchange")));
+    assert!(grants(d).contains(&json!("urn:ietf:params:oauth:grant-type:jwt-bearer")));
+    srv.put("/v2/features/instance", json!({"enableBackChannelLogout": true, "oidcTokenExchange": true})).await.ok();
+    let d = srv.call_as(None, None, "GET", "/.well-known/openid-configuration", json!(null)).await.ok().clone();
+    assert_eq!(d["backchannel_logout_supported"], json!(true));
+    assert_eq!(d["backchannel_logout_session_supported"], json!(true));
+    assert!(grants(&d).contains(&json!("urn:ietf:params:oauth:grant-type:token-exchange")));
+    srv.put("/v2/features/instance", json!({"enableBackChannelLogout": false})).await.ok();
+    let d = srv.call_as(None, None, "GET", "/.well-known/openid-configuration", json!(null)).await.ok().clone();
+    assert!(d.get("backchannel_logout_supported").is_none());
+    assert!(grants(&d).contains(&json!("urn:ietf:params:oauth:grant-type:token-exchange")));
 });
 
 on_both!(key_set_publishes_only_public_keys, |srv| {
