@@ -16,6 +16,9 @@ use crate::store::{member, org};
 
 /// The header that selects the organization of a management call.
 pub const ORG_HEADER: &str = "x-latch-orgid";
+/// The same header under ZITADEL's name, so that clients written for its interface (which sends
+/// `x-zitadel-orgid`) act on the organization they name and not silently on their own.
+pub const ORG_HEADER_ZITADEL: &str = "x-zitadel-orgid";
 
 #[derive(Debug, Clone)]
 pub struct Caller {
@@ -78,13 +81,22 @@ impl FromRequestParts<AppState> for Caller {
         let u = access.user;
         // A header that names nothing is refused rather than read as "my own organization":
         // a caller that meant another organization must not act on its own by mistake.
-        let org_id = match parts.headers.get(ORG_HEADER).map(|v| v.to_str().map(str::trim)) {
+        // Either name, once; both only when they agree.
+        let bad_header = || {
+            ApiError::invalid(format!("the {ORG_HEADER} (or {ORG_HEADER_ZITADEL}) header must be one organization id"))
+                .with_id("AUTH-OrgHeader")
+        };
+        let mut named =
+            parts.headers.get_all(ORG_HEADER).iter().chain(parts.headers.get_all(ORG_HEADER_ZITADEL).iter());
+        let org_id = match named.next().map(|v| v.to_str().map(str::trim)) {
             None => u.org_id.clone(),
-            Some(Ok(id)) if !id.is_empty() => id.to_string(),
-            Some(_) => {
-                return Err(ApiError::invalid(format!("the {ORG_HEADER} header must be an organization id"))
-                    .with_id("AUTH-OrgHeader"));
+            Some(Ok(id)) if !id.is_empty() => {
+                if named.any(|v| v.to_str().ok().map(str::trim) != Some(id)) {
+                    return Err(bad_header());
+                }
+                id.to_string()
             }
+            Some(_) => return Err(bad_header()),
         };
         let (iam_roles, org_roles) = member::roles_of(&mut c, &u.user_id, &org_id).await?;
         if org_id != u.org_id && org::get(&mut c, &org_id).await?.is_none() {

@@ -265,6 +265,19 @@ on_both!(permissions_across_organizations, |srv| {
     // An org header that names nothing is refused (not read as the caller's own organization).
     let r = srv.send("GET", "/management/v1/orgs/me", Some(&srv.pat), &[("x-latch-orgid", " ")], None).await;
     assert!(r.err(400, 3).contains("x-latch-orgid"), "{}", r.text);
+    // ZITADEL's name for the header works the same; two that disagree are refused.
+    let r = srv.send("GET", "/management/v1/orgs/me", Some(&srv.pat), &[("x-zitadel-orgid", " ")], None).await;
+    r.err(400, 3);
+    let own = srv.get("/management/v1/orgs/me").await.ok()["org"]["id"].as_str().unwrap().to_string();
+    let other =
+        srv.post("/management/v1/orgs", json!({"name": "Header Org"})).await.ok()["id"].as_str().unwrap().to_string();
+    let r = srv.send("GET", "/management/v1/orgs/me", Some(&srv.pat), &[("x-zitadel-orgid", &other)], None).await;
+    assert_eq!(r.ok()["org"]["id"], other.as_str());
+    let both = [("x-latch-orgid", other.as_str()), ("x-zitadel-orgid", other.as_str())];
+    let r = srv.send("GET", "/management/v1/orgs/me", Some(&srv.pat), &both, None).await;
+    assert_eq!(r.ok()["org"]["id"], other.as_str());
+    let differ = [("x-latch-orgid", other.as_str()), ("x-zitadel-orgid", own.as_str())];
+    srv.send("GET", "/management/v1/orgs/me", Some(&srv.pat), &differ, None).await.err(400, 3);
     // Without the IAM role an unknown org id is "denied", with it "not found".
     srv.call_as(Some(&manager), Some("12345"), "GET", "/management/v1/orgs/me", json!(null)).await.err(403, 7);
     srv.call_as(Some(&srv.pat), Some("12345"), "GET", "/management/v1/orgs/me", json!(null)).await.err(404, 5);
