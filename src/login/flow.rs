@@ -33,7 +33,8 @@ pub enum Start {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Progress {
     pub start: Start,
-    /// A login name that matched no user (the flow goes on as if it had, to tell nothing).
+    /// The login name as typed; when it matched no user the flow goes on as if it had, to
+    /// tell nothing.
     pub login_name: Option<String>,
     pub password_at: Option<i64>,
     /// When the second factor (TOTP) was checked.
@@ -43,6 +44,12 @@ pub struct Progress {
     pub email_checked: bool,
     pub email_code_sent: bool,
     pub init_code_sent: bool,
+    /// The person said they have no password yet (a link on the password page): the next step
+    /// is the initial password by e-mailed code, for every login name alike (a code is sent
+    /// only to a user who has no password), so that the pages tell nobody which accounts exist
+    /// or lack a password.
+    #[serde(default)]
+    pub init_requested: bool,
     /// An existing session chosen on the account page (no new authentication needed).
     pub sso_session: Option<String>,
 }
@@ -157,7 +164,7 @@ impl Flow {
         let p = &self.progress;
         let Some(u) = &self.user else {
             if p.login_name.is_some() {
-                return Step::Password;
+                return if p.init_requested { Step::InitPassword } else { Step::Password };
             }
             return match p.start {
                 Start::Create => Step::Register,
@@ -166,12 +173,12 @@ impl Flow {
             };
         };
         let authenticated = p.password_at.is_some() || p.sso_session.is_some();
+        if !authenticated {
+            return if p.init_requested { Step::InitPassword } else { Step::Password };
+        }
         let Some(h) = u.human() else {
             return Step::Password;
         };
-        if !authenticated {
-            return if h.password_hash.is_none() { Step::InitPassword } else { Step::Password };
-        }
         if p.sso_session.is_none() && h.otp_secret.is_some() && p.otp_at.is_none() {
             return Step::Totp;
         }
@@ -187,6 +194,11 @@ impl Flow {
     /// The origin of the client's redirect URI, allowed as a form target in the CSP.
     pub fn redirect_origin(&self) -> Option<String> {
         url::Url::parse(&self.params.redirect_uri).ok().map(|u| pages::form_target(&u))
+    }
+
+    /// The flow's user when an initial password may be set for it: a human without one.
+    pub fn passwordless_user(&self) -> Option<&User> {
+        self.user.as_ref().filter(|u| u.human().is_some_and(|h| h.password_hash.is_none()))
     }
 
     pub fn app_name(&self) -> &str {

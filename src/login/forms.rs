@@ -93,9 +93,11 @@ async fn check_new_password(
     Ok(if problems.is_empty() { Ok(()) } else { Err(policy_message(t, &problems)) })
 }
 
-/// Sends a new code of `purpose` to the flow's user.
+/// Sends a new code of `purpose` to the flow's user; an initial-password code only to a human
+/// who has no password (the step is shown for any login name, see `Progress::init_requested`).
 pub async fn send_code(state: &AppState, c: &mut Conn, f: &Flow, purpose: &str) -> Result<(), StoreError> {
-    match &f.user {
+    let to = if purpose == INIT { f.passwordless_user() } else { f.user.as_ref() };
+    match to {
         Some(u) => super::codes::send(state, c, u, purpose, f.t).await,
         None => Ok(()),
     }
@@ -128,6 +130,7 @@ fn reset(f: &mut Flow) {
     f.progress.amr.clear();
     f.progress.email_code_sent = false;
     f.progress.init_code_sent = false;
+    f.progress.init_requested = false;
     f.progress.email_checked = false;
 }
 
@@ -328,6 +331,28 @@ pub async fn other(State(state): State<AppState>, Path(id): Path<String>, header
     };
     reset(&mut f);
     f.progress.start = Start::Login;
+    if let Err(e) = f.save(&mut c).await {
+        return store_fail(f.t, &headers, e);
+    }
+    show(&state, &mut c, f, &headers, None, None).await
+}
+
+/// "No password yet?" on the password page: the initial password by e-mailed code comes next,
+/// whatever the login name (only a human without a password is sent a code).
+pub async fn request_init(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (mut c, mut f, _) = match begin::<CsrfOnly>(&state, &id, &headers, &body).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    if f.next_step(false) != Step::Password {
+        return fail(f.t, &headers, StatusCode::BAD_REQUEST, f.t.err_form);
+    }
+    f.progress.init_requested = true;
     if let Err(e) = f.save(&mut c).await {
         return store_fail(f.t, &headers, e);
     }
@@ -565,21 +590,35 @@ pub async fn init_password(
         Err(r) => return r,
     };
     let t = f.t;
-    let Some(u) = f.user.clone().filter(|_| f.next_step(false) == Step::InitPassword) else {
+    if f.next_step(false) != Step::InitPassword {
         return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
+    }
+    // Every login name gets the same answers here, whether its user exists, has a password or
+    // not: the password rules (of the user's organization, else the default one), then the code
+    // (a store round trip either way), and one message for a code that is wrong or gone.
+    let org_id = match &f.user {
+        Some(u) => u.org_id.clone(),
+        None => match instance::default_org(&mut c).await {
+            Ok(o) => o.unwrap_or_default(),
+            Err(e) => return store_fail(t, &headers, e),
+        },
     };
+    match check_new_password(&mut c, t, &org_id, &form.password, &form.password_repeat).await {
+        Ok(Ok(())) => {}
+        Ok(Err(msg)) => return show(&state, &mut c, f, &headers, Some(msg), None).await,
+        Err(e) => return store_fail(t, &headers, e),
+    }
+    let u = f.passwordless_user().cloned();
+    // No such user holds an id that is empty.
+    let holder = u.as_ref().map_or("", |u| u.user_id.as_str());
+    match super::codes::check(&state, &mut c, holder, INIT, &form.code).await {
+        Ok(user_code::CodeCheck::Valid) if u.is_some() => {}
+        Ok(_) => return show(&state, &mut c, f, &headers, Some(t.err_init_code.to_string()), None).await,
+        Err(e) => return store_fail(t, &headers, e),
+    }
+    let Some(u) = u else { return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form) };
     if let Some(msg) = not_signing_in(t, &u) {
         return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
-    }
-    match check_new_password(&mut c, t, &u.org_id, &form.password, &form.password_repeat).await {
-        Ok(Ok(())) => {}
-        Ok(Err(msg)) => return show(&state, &mut c, f, &headers, Some(msg), None).await,
-        Err(e) => return store_fail(t, &headers, e),
-    }
-    match check_code(&state, &mut c, &f, INIT, &form.code).await {
-        Ok(Ok(())) => {}
-        Ok(Err(msg)) => return show(&state, &mut c, f, &headers, Some(msg), None).await,
-        Err(e) => return store_fail(t, &headers, e),
     }
     let hash = match state.hasher.hash(&form.password).await {
         Ok(h) => h,

@@ -31,6 +31,7 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/login/{id}/verify_email", post(forms::verify_email))
         .route("/ui/login/{id}/verify_email/skip", post(forms::skip_verification))
         .route("/ui/login/{id}/init_password", post(forms::init_password))
+        .route("/ui/login/{id}/init_password/request", post(forms::request_init))
         .route("/ui/login/{id}/totp", post(forms::totp))
         .route("/ui/login/{id}/{purpose}/resend", post(forms::resend))
         .route("/ui/signed_out", get(signed_out))

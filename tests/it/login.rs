@@ -299,8 +299,10 @@ on_both!(unverified_email_can_be_skipped_and_initial_password_by_code, |srv| {
     let gina = r.ok()["userId"].as_str().unwrap().to_string();
     let b = Browser::new(srv);
     let (id, page) = start(srv, &b, &[]).await;
-    let init = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "gina")]).await;
-    assert!(init.html.contains("/init_password"), "{}", init.html);
+    let named = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "gina")]).await;
+    assert!(named.html.contains("/init_password/request"), "{}", named.html);
+    let init = b.post(&format!("/ui/login/{id}/init_password/request"), &[("csrf", &named.csrf())]).await;
+    assert!(init.html.contains(&format!("action=\"/ui/login/{id}/init_password\"")), "{}", init.html);
     // The address is corrected before the code is used: the code sent to the old one no longer
     // sets a password (nor proves the new address); a new code goes to the new address.
     let stale = outbox_code(srv, "gina@example.com");
@@ -340,6 +342,67 @@ on_both!(unverified_email_can_be_skipped_and_initial_password_by_code, |srv| {
     let u = latch::store::user::get_by_username(&mut c, "gina").await.unwrap().unwrap();
     assert_eq!(u.state, latch::domain::enums::UserState::Active);
     assert!(u.human().unwrap().email_verified, "the code proved the address");
+});
+
+on_both!(no_password_yet_tells_nothing_about_the_account, |srv| {
+    // gina has no password, fred has one, nobody does not exist: each asks for a code on the
+    // password page and gets the same pages; only gina is sent one.
+    srv.post("/management/v1/users/human", json!({"userName": "gina", "profile": {"firstName": "Gina", "lastName": "G"}, "email": {"email": "gina@example.com"}}))
+        .await
+        .ok();
+    let fred = srv
+        .post("/management/v1/users/human", json!({"userName": "fred", "profile": {"firstName": "Fred", "lastName": "F"}, "email": {"email": "fred@example.com"}}))
+        .await;
+    let fred = fred.ok()["userId"].as_str().unwrap().to_string();
+    srv.post(
+        &format!("/management/v1/users/{fred}/password"),
+        json!({"password": "Fred-Passw0rd", "noChangeRequired": true}),
+    )
+    .await
+    .ok();
+    let mails_to = |to: &str| {
+        std::fs::read_dir(srv.settings.data_dir.join("outbox"))
+            .map(|d| d.filter(|e| std::fs::read_to_string(e.as_ref().unwrap().path()).unwrap().contains(to)).count())
+            .unwrap_or(0)
+    };
+    let mut pages = Vec::new();
+    for name in ["gina", "fred", "nobody"] {
+        let b = Browser::new(srv);
+        let (id, page) = start(srv, &b, &[]).await;
+        let named = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", name)]).await;
+        let init = b.post(&format!("/ui/login/{id}/init_password/request"), &[("csrf", &named.csrf())]).await;
+        assert_eq!(init.status, 200, "{name}: {}", init.html);
+        let wrong = b
+            .post(
+                &format!("/ui/login/{id}/init_password"),
+                &[
+                    ("csrf", &init.csrf()),
+                    ("code", "WRONG000"),
+                    ("password", "New-Passw0rd"),
+                    ("password_repeat", "New-Passw0rd"),
+                ],
+            )
+            .await;
+        assert!(wrong.html.contains("The code is wrong or no longer valid."), "{name}: {}", wrong.html);
+        let same = |html: &str| html.replace(&id, "ID").replace(&page.csrf(), "CSRF").replace(name, "NAME");
+        pages.push((name, same(&init.html), same(&wrong.html)));
+        // Back to the start from the code page.
+        let back = b.post(&format!("/ui/login/{id}/other"), &[("csrf", &init.csrf())]).await;
+        assert!(back.html.contains("name=\"loginname\""), "{}", back.html);
+    }
+    for (name, init, wrong) in &pages[1..] {
+        assert_eq!(init, &pages[0].1, "the code page for {name}");
+        assert_eq!(wrong, &pages[0].2, "a wrong code for {name}");
+    }
+    assert_eq!(mails_to("gina@example.com"), 1);
+    assert_eq!(mails_to("fred@example.com"), 0, "no code for a user who has a password");
+    // fred's password still works, and the request is only offered at the password step.
+    let b = Browser::new(srv);
+    let (id, page) = start(srv, &b, &[]).await;
+    let early = b.post(&format!("/ui/login/{id}/init_password/request"), &[("csrf", &page.csrf())]).await;
+    assert_eq!(early.status, 400);
+    let signed_in = b.sign_in(&id, &page, "fred", "Fred-Passw0rd").await;
+    assert!(signed_in.html.contains("/verify_email"), "the password was right: {}", signed_in.html);
 });
 
 on_both!(german_pages_and_security_headers, |srv| {
