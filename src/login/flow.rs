@@ -269,14 +269,28 @@ pub async fn show(
             form_action,
         ),
         Step::Select => {
-            let accounts = sessions
+            // The application's login_hint preselects its account: listed first, with the focus.
+            let hint = f.params.login_hint.as_deref().map(str::trim).unwrap_or_default();
+            let hinted = |u: &User| {
+                !hint.is_empty()
+                    && (u.login_name().eq_ignore_ascii_case(hint)
+                        || u.username.eq_ignore_ascii_case(hint)
+                        || u.human().is_some_and(|h| h.email.eq_ignore_ascii_case(hint)))
+            };
+            let mut accounts: Vec<pages::Account> = sessions
                 .iter()
                 .map(|(s, u)| pages::Account {
                     session_id: s.session_id.clone(),
                     login_name: u.login_name(),
                     display_name: u.human().map(|h| h.display_name.clone()).unwrap_or_else(|| u.username.clone()),
+                    hinted: hinted(u),
                 })
                 .collect();
+            if let Some(i) = accounts.iter().position(|a| a.hinted) {
+                let first = accounts.remove(i);
+                accounts.iter_mut().for_each(|a| a.hinted = false);
+                accounts.insert(0, first);
+            }
             pages::render(
                 t,
                 StatusCode::OK,

@@ -35,6 +35,8 @@ pub struct Account {
     pub session_id: String,
     pub login_name: String,
     pub display_name: String,
+    /// The account the application's login_hint names (at most one, listed first).
+    pub hinted: bool,
 }
 
 #[derive(Template)]

@@ -462,6 +462,15 @@ on_both!(hints_select_the_session, |srv| {
     let chosen = b.post(&format!("/ui/login/{id}/select"), &[("csrf", &page.csrf()), ("session", &bob_session)]).await;
     assert_eq!(chosen.status, 303, "{}", chosen.html);
     assert!(param(&chosen.fragment_params(), "id_token").is_some());
+    // With select_account a login_hint preselects its account: listed first, with the focus.
+    for hint in ["ALICE", "bob"] {
+        let qq = q(vec![("prompt", "select_account".into()), ("login_hint", hint.into())]);
+        let (_, page) = b.authorize(&pairs(&qq)).await;
+        let at = |s: &str| page.html.find(s).unwrap_or_else(|| panic!("{s} in {}", page.html));
+        let (named, other) = if hint == "ALICE" { ("alice@", "bob@") } else { ("bob@", "alice@") };
+        assert!(at("class=\"account\" autofocus") < at(named) && at(named) < at(other), "{}", page.html);
+        assert_eq!(page.html.matches("autofocus").count(), 1, "{}", page.html);
+    }
 });
 
 fn pairs<'a>(v: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
