@@ -70,12 +70,28 @@ impl<V: Clone> Ttl<V> {
         Some(e.value.clone())
     }
 
+    #[cfg(test)]
     fn put(&self, key: &str, v: V) {
         self.put_at(key, v, Instant::now());
     }
 
+    #[cfg(test)]
     fn put_at(&self, key: &str, value: V, at: Instant) {
+        self.put_checked(key, value, at, || true);
+    }
+
+    /// Stores `value` read while the cache was at generation `since`, unless a clear came
+    /// after: checked under the table's lock, so a clear (which bumps the generation before it
+    /// empties the tables) cannot fall between the check and the insert.
+    fn put_since(&self, key: &str, value: V, generation: &AtomicU64, since: u64) {
+        self.put_checked(key, value, Instant::now(), || generation.load(Ordering::Acquire) == since);
+    }
+
+    fn put_checked(&self, key: &str, value: V, at: Instant, still: impl FnOnce() -> bool) {
         if let Ok(mut map) = self.map.write() {
+            if !still() {
+                return;
+            }
             if map.len() >= MAX_ENTRIES {
                 map.retain(|_, e| e.at.elapsed() < TTL);
                 if map.len() >= MAX_ENTRIES {
@@ -142,9 +158,7 @@ impl ConfigCache {
         }
         let generation = self.generation.load(Ordering::Acquire);
         let v = load.await?;
-        if self.generation.load(Ordering::Acquire) == generation {
-            table.put(key, v.clone());
-        }
+        table.put_since(key, v.clone(), &self.generation, generation);
         Ok(v)
     }
 
@@ -192,9 +206,7 @@ impl ConfigCache {
     /// Keeps a user that was just read from the store (by sign-in, which reads fresh) for the
     /// token paths, unless the cache was cleared since `since` (the read may predate a change).
     pub fn remember_user(&self, since: u64, u: &User) {
-        if self.generation.load(Ordering::Acquire) == since {
-            self.users.put(&u.user_id, Some(u.clone()));
-        }
+        self.users.put_since(&u.user_id, Some(u.clone()), &self.generation, since);
     }
 
     /// A user by user name (case-insensitively), for the token paths.
@@ -208,11 +220,9 @@ impl ConfigCache {
             }
         }
         let u = user::get_by_username(c.conn().await?, username).await?;
-        if self.generation.load(Ordering::Acquire) == generation {
-            self.user_names.put(&key, u.as_ref().map(|u| u.user_id.clone()));
-            if let Some(u) = &u {
-                self.users.put(&u.user_id, Some(u.clone()));
-            }
+        self.user_names.put_since(&key, u.as_ref().map(|u| u.user_id.clone()), &self.generation, generation);
+        if let Some(u) = &u {
+            self.users.put_since(&u.user_id, Some(u.clone()), &self.generation, generation);
         }
         Ok(u)
     }
@@ -234,11 +244,9 @@ impl ConfigCache {
         }
         let generation = self.generation.load(Ordering::Acquire);
         let found = key::user_with_key(c.conn().await?, user_id, key_id).await?;
-        if self.generation.load(Ordering::Acquire) == generation {
-            self.users.put(user_id, found.as_ref().map(|(u, _)| u.clone()));
-            if let Some((_, k)) = &found {
-                self.machine_keys.put(&slot, k.clone());
-            }
+        self.users.put_since(user_id, found.as_ref().map(|(u, _)| u.clone()), &self.generation, generation);
+        if let Some((_, k)) = &found {
+            self.machine_keys.put_since(&slot, k.clone(), &self.generation, generation);
         }
         Ok(found)
     }
@@ -287,5 +295,17 @@ mod tests {
         t.put_at("expired", 5, Instant::now() - TTL);
         assert_eq!((t.get("expired"), t.get("expired")), (None, None));
         assert_eq!(t.get("absent"), None);
+    }
+
+    #[test]
+    fn a_value_read_before_a_clear_is_not_kept() {
+        let cache = ConfigCache::default();
+        let since = cache.generation();
+        cache.clear();
+        cache.features.put_since("", Features::default(), &cache.generation, since);
+        assert!(cache.features.get("").is_none());
+        let now = cache.generation();
+        cache.features.put_since("", Features::default(), &cache.generation, now);
+        assert!(cache.features.get("").is_some());
     }
 }

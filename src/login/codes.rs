@@ -50,3 +50,25 @@ pub async fn check(
 ) -> Result<CodeCheck, StoreError> {
     user_code::check(c, user_id, purpose, &digest(code), state.clock.now(), ATTEMPTS).await
 }
+
+/// Checks a code without consuming it (see [`user_code::verify`]).
+pub async fn verify(
+    state: &AppState,
+    c: &mut Conn,
+    user_id: &str,
+    purpose: &str,
+    code: &str,
+) -> Result<CodeCheck, StoreError> {
+    user_code::verify(c, user_id, purpose, &digest(code), state.clock.now(), ATTEMPTS).await
+}
+
+/// Consumes a code [`verify`] found valid; false when it is gone meanwhile.
+pub async fn consume(
+    state: &AppState,
+    c: &mut Conn,
+    user_id: &str,
+    purpose: &str,
+    code: &str,
+) -> Result<bool, StoreError> {
+    user_code::consume(c, user_id, purpose, &digest(code), state.clock.now()).await
+}

@@ -93,14 +93,30 @@ async fn check_new_password(
     Ok(if problems.is_empty() { Ok(()) } else { Err(policy_message(t, &problems)) })
 }
 
-/// Sends a new code of `purpose` to the flow's user; an initial-password code only to a human
-/// who has no password (the step is shown for any login name, see `Progress::init_requested`).
+/// Sends a new code of `purpose` to the flow's user. An initial-password code goes only to a
+/// human who has no password, and is stored and mailed in a task of its own, after the answer:
+/// the step is shown for any login name (see `Progress::init_requested`), and waiting for the
+/// store and the mail server only for some of them would tell which by the time it takes.
 pub async fn send_code(state: &AppState, c: &mut Conn, f: &Flow, purpose: &str) -> Result<(), StoreError> {
-    let to = if purpose == INIT { f.passwordless_user() } else { f.user.as_ref() };
-    match to {
-        Some(u) => super::codes::send(state, c, u, purpose, f.t).await,
-        None => Ok(()),
+    if purpose != INIT {
+        return match &f.user {
+            Some(u) => super::codes::send(state, c, u, purpose, f.t).await,
+            None => Ok(()),
+        };
     }
+    if let Some(u) = f.passwordless_user().cloned() {
+        let (state, t) = (state.clone(), f.t);
+        tokio::spawn(async move {
+            let sent = match state.db.conn().await {
+                Ok(mut c) => super::codes::send(&state, &mut c, &u, INIT, t).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = sent {
+                tracing::error!(error = %e, user_id = %u.user_id, "storing an initial-password code failed");
+            }
+        });
+    }
+    Ok(())
 }
 
 /// Sends the step's code the first time the step is shown.
@@ -593,25 +609,14 @@ pub async fn init_password(
     if f.next_step(false) != Step::InitPassword {
         return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
     }
-    // Every login name gets the same answers here, whether its user exists, has a password or
-    // not: the password rules (of the user's organization, else the default one), then the code
-    // (a store round trip either way), and one message for a code that is wrong or gone.
-    let org_id = match &f.user {
-        Some(u) => u.org_id.clone(),
-        None => match instance::default_org(&mut c).await {
-            Ok(o) => o.unwrap_or_default(),
-            Err(e) => return store_fail(t, &headers, e),
-        },
-    };
-    match check_new_password(&mut c, t, &org_id, &form.password, &form.password_repeat).await {
-        Ok(Ok(())) => {}
-        Ok(Err(msg)) => return show(&state, &mut c, f, &headers, Some(msg), None).await,
-        Err(e) => return store_fail(t, &headers, e),
-    }
+    // Every login name gets the same answer until a right code has been given, whether its
+    // user exists, has a password or not: the code first (one statement for anyone, see
+    // user_code::verify; no user holds the empty id), one message for a code that is wrong or
+    // gone. Only then the user's organization's password rules and state, which would tell
+    // who exists; the code is consumed once the new password is taken.
     let u = f.passwordless_user().cloned();
-    // No such user holds an id that is empty.
     let holder = u.as_ref().map_or("", |u| u.user_id.as_str());
-    match super::codes::check(&state, &mut c, holder, INIT, &form.code).await {
+    match super::codes::verify(&state, &mut c, holder, INIT, &form.code).await {
         Ok(user_code::CodeCheck::Valid) if u.is_some() => {}
         Ok(_) => return show(&state, &mut c, f, &headers, Some(t.err_init_code.to_string()), None).await,
         Err(e) => return store_fail(t, &headers, e),
@@ -619,6 +624,16 @@ pub async fn init_password(
     let Some(u) = u else { return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form) };
     if let Some(msg) = not_signing_in(t, &u) {
         return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
+    }
+    match check_new_password(&mut c, t, &u.org_id, &form.password, &form.password_repeat).await {
+        Ok(Ok(())) => {}
+        Ok(Err(msg)) => return show(&state, &mut c, f, &headers, Some(msg), None).await,
+        Err(e) => return store_fail(t, &headers, e),
+    }
+    match super::codes::consume(&state, &mut c, &u.user_id, INIT, &form.code).await {
+        Ok(true) => {}
+        Ok(false) => return show(&state, &mut c, f, &headers, Some(t.err_init_code.to_string()), None).await,
+        Err(e) => return store_fail(t, &headers, e),
     }
     let hash = match state.hasher.hash(&form.password).await {
         Ok(h) => h,

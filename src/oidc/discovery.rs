@@ -97,18 +97,18 @@ impl Documents {
 
 pub async fn handler(State(state): State<AppState>) -> impl IntoResponse {
     // Read from the cache (the store once per TTL); if the store cannot answer, the document
-    // without the optional features (a client then does not count on them).
-    let features = match state.cache.features(&mut state.db.lazy()).await {
-        Ok(f) => f,
+    // without the optional features (a client then does not count on them), not to be kept.
+    let (features, cache) = match state.cache.features(&mut state.db.lazy()).await {
+        Ok(f) => (f, "public, max-age=300"),
         Err(e) => {
             tracing::warn!(error = %e, "discovery: the instance features could not be read");
-            Features::default()
+            (Features::default(), "no-store")
         }
     };
     (
         [
             (header::CONTENT_TYPE, "application/json"),
-            (header::CACHE_CONTROL, "public, max-age=300"),
+            (header::CACHE_CONTROL, cache),
             (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
         ],
         state.discovery.get(&features),

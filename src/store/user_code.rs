@@ -48,30 +48,55 @@ pub async fn check(
     now: i64,
     max_attempts: i64,
 ) -> Result<CodeCheck> {
-    let row: Option<(Vec<u8>, i64, i64)> =
-        sqlx::query_as("SELECT code_hash, attempts, expires_at FROM user_code WHERE user_id = $1 AND purpose = $2")
-            .bind(user_id)
-            .bind(purpose)
-            .fetch_optional(&mut *c)
-            .await?;
-    let Some((stored, attempts, expires_at)) = row else {
-        return Ok(CodeCheck::Gone);
-    };
-    if expires_at <= now || attempts >= max_attempts {
+    let result = verify(c, user_id, purpose, code_hash, now, max_attempts).await?;
+    if result == CodeCheck::Valid && !consume(c, user_id, purpose, code_hash, now).await? {
+        // Consumed meanwhile by another request with the same code.
         return Ok(CodeCheck::Gone);
     }
-    if aws_lc_rs::constant_time::verify_slices_are_equal(&stored, code_hash).is_ok() {
-        sqlx::query("DELETE FROM user_code WHERE user_id = $1 AND purpose = $2")
+    Ok(result)
+}
+
+/// Checks a code without consuming it; every try, right or wrong, counts an attempt. The
+/// attempt is taken in the statement that reads the code, so tries sent at once cannot exceed
+/// `max_attempts` between them; and every try costs one statement, whether or not the user has
+/// a code (no difference in time between them).
+pub async fn verify(
+    c: &mut Conn,
+    user_id: &str,
+    purpose: &str,
+    code_hash: &[u8],
+    now: i64,
+    max_attempts: i64,
+) -> Result<CodeCheck> {
+    let stored: Option<Vec<u8>> = sqlx::query_scalar(
+        "UPDATE user_code SET attempts = attempts + 1 \
+         WHERE user_id = $1 AND purpose = $2 AND expires_at > $3 AND attempts < $4 RETURNING code_hash",
+    )
+    .bind(user_id)
+    .bind(purpose)
+    .bind(now)
+    .bind(max_attempts)
+    .fetch_optional(&mut *c)
+    .await?;
+    Ok(match stored {
+        None => CodeCheck::Gone,
+        Some(stored) if aws_lc_rs::constant_time::verify_slices_are_equal(&stored, code_hash).is_ok() => {
+            CodeCheck::Valid
+        }
+        Some(_) => CodeCheck::Wrong,
+    })
+}
+
+/// Consumes a code [`verify`] found valid; false when it is no longer there (consumed by another
+/// request, replaced by a new code, or expired meanwhile).
+pub async fn consume(c: &mut Conn, user_id: &str, purpose: &str, code_hash: &[u8], now: i64) -> Result<bool> {
+    let done =
+        sqlx::query("DELETE FROM user_code WHERE user_id = $1 AND purpose = $2 AND code_hash = $3 AND expires_at > $4")
             .bind(user_id)
             .bind(purpose)
+            .bind(code_hash.to_vec())
+            .bind(now)
             .execute(&mut *c)
             .await?;
-        return Ok(CodeCheck::Valid);
-    }
-    sqlx::query("UPDATE user_code SET attempts = attempts + 1 WHERE user_id = $1 AND purpose = $2")
-        .bind(user_id)
-        .bind(purpose)
-        .execute(&mut *c)
-        .await?;
-    Ok(CodeCheck::Wrong)
+    Ok(done.rows_affected() == 1)
 }

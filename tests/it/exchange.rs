@@ -153,7 +153,8 @@ on_both!(only_live_id_tokens_pass_as_id_tokens, |srv| {
     // A JWT access token (typ at+jwt) is not an ID token, though latch signed it.
     assert_eq!(claims(&access)["sub"], claims(&id_token)["sub"]);
     exchange(access.clone()).await.err(400, "invalid_grant");
-    exchange(id_token.clone()).await.ok();
+    let plain = exchange(id_token.clone()).await;
+    assert!(plain.ok().get("id_token").is_none(), "no scope asked, none brought: {}", plain.body);
     // An ID token allows openid (an ID token out), not offline_access.
     let with_scope = |scope: &'static str| {
         let (cid, sec, subject) = (client_id.clone(), secret.clone(), id_token.clone());

@@ -26,8 +26,26 @@ pub async fn start(srv: &TestServer, b: &Browser, extra: &[(&str, &str)]) -> (St
     (id.expect("a login page"), page)
 }
 
-/// The newest message in the outbox for `to`, and the code in it.
-fn outbox_code(srv: &TestServer, to: &str) -> String {
+/// The newest message in the outbox for `to`, and the code in it; waits up to 5 s for one (an
+/// initial-password code is stored and mailed after the answer).
+async fn outbox_code(srv: &TestServer, to: &str) -> String {
+    for _ in 0..250 {
+        if mails_to(srv, to) > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    newest_code(srv, to)
+}
+
+/// How many messages the outbox holds for `to`.
+fn mails_to(srv: &TestServer, to: &str) -> usize {
+    std::fs::read_dir(srv.settings.data_dir.join("outbox"))
+        .map(|d| d.filter(|e| std::fs::read_to_string(e.as_ref().unwrap().path()).unwrap().contains(to)).count())
+        .unwrap_or(0)
+}
+
+fn newest_code(srv: &TestServer, to: &str) -> String {
     use std::os::unix::fs::PermissionsExt;
     let dir = srv.settings.data_dir.join("outbox");
     // The messages hold live codes: latch's own user only.
@@ -232,7 +250,7 @@ on_both!(registration_with_email_verification, |srv| {
     let verify = register("Sign-up-Pw1", "erin@example.com").await;
     assert!(verify.html.contains("name=\"code\""), "{}", verify.html);
     assert!(verify.html.contains("erin@example.com"));
-    let code = outbox_code(srv, "erin@example.com");
+    let code = outbox_code(srv, "erin@example.com").await;
     let wrong = b.post(&format!("/ui/login/{id}/verify_email"), &[("csrf", &csrf), ("code", "WRONG000")]).await;
     assert!(wrong.html.contains("The code is wrong"), "{}", wrong.html);
     let done =
@@ -305,7 +323,7 @@ on_both!(unverified_email_can_be_skipped_and_initial_password_by_code, |srv| {
     assert!(init.html.contains(&format!("action=\"/ui/login/{id}/init_password\"")), "{}", init.html);
     // The address is corrected before the code is used: the code sent to the old one no longer
     // sets a password (nor proves the new address); a new code goes to the new address.
-    let stale = outbox_code(srv, "gina@example.com");
+    let stale = outbox_code(srv, "gina@example.com").await;
     srv.put(&format!("/management/v1/users/{gina}/email"), json!({"email": "gina@example.org"})).await.ok();
     let refused = b
         .post(
@@ -325,7 +343,7 @@ on_both!(unverified_email_can_be_skipped_and_initial_password_by_code, |srv| {
     drop(c);
     let resent = b.post(&format!("/ui/login/{id}/init_password/resend"), &[("csrf", &init.csrf())]).await;
     assert_eq!(resent.status, 200, "{}", resent.html);
-    let code = outbox_code(srv, "gina@example.org");
+    let code = outbox_code(srv, "gina@example.org").await;
     let done = b
         .post(
             &format!("/ui/login/{id}/init_password"),
@@ -360,11 +378,6 @@ on_both!(no_password_yet_tells_nothing_about_the_account, |srv| {
     )
     .await
     .ok();
-    let mails_to = |to: &str| {
-        std::fs::read_dir(srv.settings.data_dir.join("outbox"))
-            .map(|d| d.filter(|e| std::fs::read_to_string(e.as_ref().unwrap().path()).unwrap().contains(to)).count())
-            .unwrap_or(0)
-    };
     let mut pages = Vec::new();
     for name in ["gina", "fred", "nobody"] {
         let b = Browser::new(srv);
@@ -394,8 +407,9 @@ on_both!(no_password_yet_tells_nothing_about_the_account, |srv| {
         assert_eq!(init, &pages[0].1, "the code page for {name}");
         assert_eq!(wrong, &pages[0].2, "a wrong code for {name}");
     }
-    assert_eq!(mails_to("gina@example.com"), 1);
-    assert_eq!(mails_to("fred@example.com"), 0, "no code for a user who has a password");
+    outbox_code(srv, "gina@example.com").await;
+    assert_eq!(mails_to(srv, "gina@example.com"), 1);
+    assert_eq!(mails_to(srv, "fred@example.com"), 0, "no code for a user who has a password");
     // fred's password still works, and the request is only offered at the password step.
     let b = Browser::new(srv);
     let (id, page) = start(srv, &b, &[]).await;
@@ -403,6 +417,36 @@ on_both!(no_password_yet_tells_nothing_about_the_account, |srv| {
     assert_eq!(early.status, 400);
     let signed_in = b.sign_in(&id, &page, "fred", "Fred-Passw0rd").await;
     assert!(signed_in.html.contains("/verify_email"), "the password was right: {}", signed_in.html);
+});
+
+on_both!(tries_at_a_code_sent_at_once_count_each, |srv| {
+    use latch::store::user_code::{self, CodeCheck};
+    let gina = srv
+        .post("/management/v1/users/human", json!({"userName": "gina", "profile": {"firstName": "Gina", "lastName": "G"}, "email": {"email": "gina@example.com"}}))
+        .await;
+    let gina = gina.ok()["userId"].as_str().unwrap().to_string();
+    let mut c = srv.state.db.conn().await.unwrap();
+    user_code::put(&mut c, &gina, "init_password", b"right", 0, i64::MAX).await.unwrap();
+    drop(c);
+    // Twenty wrong tries at once, each on a connection of its own: five are counted as wrong,
+    // the others find the code used up, and so does the right one after them.
+    let mut tries = tokio::task::JoinSet::new();
+    for i in 0..20 {
+        let (db, gina) = (srv.state.db.clone(), gina.clone());
+        tries.spawn(async move {
+            let mut c = db.conn().await.unwrap();
+            user_code::verify(&mut c, &gina, "init_password", format!("wrong{i}").as_bytes(), 1, 5).await.unwrap()
+        });
+    }
+    let results: Vec<CodeCheck> = tries.join_all().await;
+    assert_eq!(results.iter().filter(|r| **r == CodeCheck::Wrong).count(), 5, "{results:?}");
+    let mut c = srv.state.db.conn().await.unwrap();
+    assert_eq!(user_code::verify(&mut c, &gina, "init_password", b"right", 1, 5).await.unwrap(), CodeCheck::Gone);
+    // A fresh code: verified (not used up), then consumed once.
+    user_code::put(&mut c, &gina, "init_password", b"again", 0, i64::MAX).await.unwrap();
+    assert_eq!(user_code::verify(&mut c, &gina, "init_password", b"again", 1, 5).await.unwrap(), CodeCheck::Valid);
+    assert!(user_code::consume(&mut c, &gina, "init_password", b"again", 1).await.unwrap());
+    assert!(!user_code::consume(&mut c, &gina, "init_password", b"again", 1).await.unwrap());
 });
 
 on_both!(german_pages_and_security_headers, |srv| {

@@ -38,6 +38,9 @@ struct Party {
     user: User,
     audience: Vec<String>,
     scopes: Scopes,
+    /// An ID token stands for an OpenID sign-in: `openid` may be asked for with it (and no
+    /// other scope; by default it brings none).
+    id_token: bool,
     act: Option<Value>,
     auth_time: Option<i64>,
     amr: Vec<String>,
@@ -87,6 +90,7 @@ async fn token_party(state: &AppState, c: &mut Conn, token: &str, kind: &str, ro
             Ok(Party {
                 audience: a.claims.aud.clone(),
                 scopes: Scopes::parse(&a.claims.scope).unwrap_or_default(),
+                id_token: false,
                 act: a.claims.act.clone(),
                 auth_time: a.claims.auth_time,
                 amr: a.claims.amr.clone().unwrap_or_default(),
@@ -114,9 +118,8 @@ async fn token_party(state: &AppState, c: &mut Conn, token: &str, kind: &str, ro
             Ok(Party {
                 user,
                 audience: audience_of(&claims.aud),
-                // An ID token stands for an OpenID sign-in: it allows `openid` (an ID token or
-                // an access token for it), nothing more (no offline_access from an ID token).
-                scopes: Scopes(vec!["openid".into()]),
+                scopes: Scopes::default(),
+                id_token: true,
                 act: claims.act,
                 auth_time: claims.auth_time,
                 amr: claims.amr,
@@ -193,6 +196,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
                 user,
                 audience: actor.audience.clone(),
                 scopes: actor.scopes.clone(),
+                id_token: actor.id_token,
                 act: None,
                 auth_time: actor.auth_time,
                 amr: actor.amr.clone(),
@@ -252,6 +256,10 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
             }
         }
     }
+    let default_scopes = allowed_scopes.clone();
+    if (subject.id_token || actor.as_ref().is_some_and(|a| a.id_token)) && !allowed_scopes.has("openid") {
+        allowed_scopes.0.push("openid".into());
+    }
     let scopes = match form.get("scope")? {
         Some(raw) => {
             let s = Scopes::parse(raw).ok_or_else(|| OAuthError::invalid_scope("the scope is malformed"))?.known();
@@ -260,7 +268,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
             }
             s
         }
-        None => allowed_scopes,
+        None => default_scopes,
     };
     let subj = subject_of(state, &mut c, subject.user).await?;
     let g = Grant {
