@@ -33,8 +33,11 @@ pub async fn send(state: &AppState, c: &mut Conn, u: &User, purpose: &str, t: &T
         (3600, t.mail_verify_subject, t.mail_verify_body)
     };
     user_code::put(c, &u.user_id, purpose, &digest(&code), now, now + life).await?;
-    let body = body.replace("{name}", &h.first_name).replace("{code}", &code);
-    if let Err(e) = state.mailer.send(&h.display_name, &h.email, subject, &body).await {
+    // Names are refused with control characters at every form and API, but an import or an
+    // older row may still hold one: no line of a name's own reaches the message.
+    let plain = |s: &str| s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>();
+    let body = body.replace("{name}", &plain(&h.first_name)).replace("{code}", &code);
+    if let Err(e) = state.mailer.send(&plain(&h.display_name), &h.email, subject, &body).await {
         tracing::error!(error = %e, user_id = %u.user_id, "sending an e-mail failed");
     }
     Ok(())
