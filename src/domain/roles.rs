@@ -25,6 +25,7 @@ pub enum Permission {
     UserDelete,
     UserGrantRead,
     UserGrantWrite,
+    UserGrantDelete,
     ProjectCreate,
     ProjectRead,
     ProjectWrite,
@@ -101,16 +102,27 @@ pub fn grants(role: &str, perm: Permission) -> bool {
         "IAM_OWNER_VIEWER" => perm.is_read(),
         "IAM_ORG_MANAGER" => perm == OrgCreate || perm == IamRead || !perm.is_instance_scope(),
         "IAM_USER_MANAGER" => {
-            matches!(perm, OrgRead | UserRead | UserWrite | UserDelete | UserGrantRead | UserGrantWrite)
+            matches!(
+                perm,
+                OrgRead | UserRead | UserWrite | UserDelete | UserGrantRead | UserGrantWrite | UserGrantDelete
+            )
         }
         "ORG_OWNER" => !perm.is_instance_scope(),
         "ORG_OWNER_VIEWER" => !perm.is_instance_scope() && perm.is_read(),
         "ORG_USER_MANAGER" => matches!(
             perm,
-            OrgRead | UserRead | UserWrite | UserDelete | UserGrantRead | UserGrantWrite | OrgMemberRead | PolicyRead
+            OrgRead
+                | UserRead
+                | UserWrite
+                | UserDelete
+                | UserGrantRead
+                | UserGrantWrite
+                | UserGrantDelete
+                | OrgMemberRead
+                | PolicyRead
         ),
         "ORG_USER_PERMISSION_EDITOR" => {
-            matches!(perm, OrgRead | UserRead | UserGrantRead | UserGrantWrite)
+            matches!(perm, OrgRead | UserRead | UserGrantRead | UserGrantWrite | UserGrantDelete)
         }
         "ORG_PROJECT_CREATOR" => matches!(perm, OrgRead | ProjectCreate),
         _ => false,

@@ -42,6 +42,8 @@ pub fn api() -> Table {
         .put("/users/{user_id}/email", users::update_email)
         .put("/users/{user_id}/profile", users::update_profile)
         .post("/users/{user_id}/grants", projects::add_user_grant)
+        .put("/users/{user_id}/grants/{grant_id}", projects::update_user_grant)
+        .delete("/users/{user_id}/grants/{grant_id}", projects::remove_user_grant)
         .post("/users/machine", machine::add_machine)
         .put("/users/{user_id}/machine", machine::update_machine)
         .put("/users/{user_id}/secret", machine::generate_secret)
@@ -105,6 +107,8 @@ pub fn api() -> Table {
     users::update_email,
     users::update_profile,
     projects::add_user_grant,
+    projects::update_user_grant,
+    projects::remove_user_grant,
     machine::add_machine,
     machine::update_machine,
     machine::generate_secret,

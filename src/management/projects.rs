@@ -411,6 +411,78 @@ pub struct AddUserGrantResponse {
     details: Details,
 }
 
+/// `keys` without repeats, each a role of the project.
+async fn role_keys_of(c: &mut Conn, project_id: &str, keys: &[String]) -> ApiResult<Vec<String>> {
+    let known: Vec<String> = project::roles(c, project_id).await?.into_iter().map(|r| r.role_key).collect();
+    let mut out: Vec<String> = Vec::new();
+    for k in keys {
+        if !known.contains(k) {
+            return Err(
+                ApiError::precondition(format!("the project has no role '{k}'")).with_id("PROJECT-RoleNotFound")
+            );
+        }
+        if !out.contains(k) {
+            out.push(k.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// The grant `grant_id` of user `user_id` that the caller's organization gave.
+async fn load_grant(c: &mut Conn, caller: &Caller, user_id: &str, grant_id: &str) -> ApiResult<UserGrant> {
+    project::get_grant(c, user_id, grant_id)
+        .await?
+        .filter(|g| g.org_id == caller.org_id)
+        .ok_or_else(|| ApiError::not_found("user grant not found").with_id("USERGRANT-NotFound"))
+}
+
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct UpdateUserGrantRequest {
+    /// The grant's roles after the call (a full replacement).
+    role_keys: Vec<String>,
+}
+
+/// Replaces a user grant's roles. Tokens issued before keep the roles they carry until they
+/// expire, as in ZITADEL.
+#[utoipa::path(put, path = "/users/{user_id}/grants/{grant_id}", request_body = UpdateUserGrantRequest, responses((status = 200, body = DetailsResponse)))]
+pub async fn update_user_grant(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((user_id, grant_id)): Path<(String, String)>,
+    ApiJson(req): ApiJson<UpdateUserGrantRequest>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::UserGrantWrite)?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    load_user(&mut tx, &caller, &user_id).await?;
+    let g = load_grant(&mut tx, &caller, &user_id, &grant_id).await?;
+    let keys = role_keys_of(&mut tx, &g.project_id, &req.role_keys).await?;
+    if !project::update_grant_roles(&mut tx, &g.user_grant_id, &keys, now).await? {
+        return Err(ApiError::not_found("user grant not found").with_id("USERGRANT-NotFound"));
+    }
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
+}
+
+/// Removes a user grant (tokens issued before keep their roles until they expire).
+#[utoipa::path(delete, path = "/users/{user_id}/grants/{grant_id}", responses((status = 200, body = DetailsResponse)))]
+pub async fn remove_user_grant(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((user_id, grant_id)): Path<(String, String)>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::UserGrantDelete)?;
+    let now = state.clock.now();
+    let mut c = state.db.conn().await?;
+    load_user(&mut c, &caller, &user_id).await?;
+    let g = load_grant(&mut c, &caller, &user_id, &grant_id).await?;
+    if !project::delete_grant(&mut c, &g.user_grant_id).await? {
+        return Err(ApiError::not_found("user grant not found").with_id("USERGRANT-NotFound"));
+    }
+    Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
+}
+
 #[utoipa::path(post, path = "/users/{user_id}/grants", request_body = AddUserGrantRequest, responses((status = 200, body = AddUserGrantResponse)))]
 pub async fn add_user_grant(
     State(state): State<AppState>,
@@ -429,18 +501,7 @@ pub async fn add_user_grant(
     let mut tx = state.db.begin().await?;
     let u = load_user(&mut tx, &caller, &user_id).await?;
     let p = load_project(&mut tx, &caller, &req.project_id).await?;
-    let known: Vec<String> = project::roles(&mut tx, &p.project_id).await?.into_iter().map(|r| r.role_key).collect();
-    let mut keys: Vec<String> = Vec::new();
-    for k in &req.role_keys {
-        if !known.contains(k) {
-            return Err(
-                ApiError::precondition(format!("the project has no role '{k}'")).with_id("PROJECT-RoleNotFound")
-            );
-        }
-        if !keys.contains(k) {
-            keys.push(k.clone());
-        }
-    }
+    let keys = role_keys_of(&mut tx, &p.project_id, &req.role_keys).await?;
     let id = new_id();
     project::insert_grant(
         &mut tx,

@@ -258,6 +258,36 @@ pub async fn insert_grants(c: &mut Conn, grants: &[UserGrant]) -> Result<()> {
     .await
 }
 
+/// The grant `grant_id` of user `user_id`.
+pub async fn get_grant(c: &mut Conn, user_id: &str, grant_id: &str) -> Result<Option<UserGrant>> {
+    let row: Option<GrantRow> = sqlx::query_as(
+        "SELECT user_grant_id, user_id, project_id, org_id, role_keys, state, created_at, changed_at \
+         FROM user_grant WHERE user_grant_id = $1 AND user_id = $2",
+    )
+    .bind(grant_id)
+    .bind(user_id)
+    .fetch_optional(&mut *c)
+    .await?;
+    row.map(UserGrant::try_from).transpose()
+}
+
+/// Replaces a grant's roles; false when it is gone.
+pub async fn update_grant_roles(c: &mut Conn, grant_id: &str, role_keys: &[String], now: i64) -> Result<bool> {
+    let done = sqlx::query("UPDATE user_grant SET role_keys = $1, changed_at = $2 WHERE user_grant_id = $3")
+        .bind(to_json(&role_keys))
+        .bind(now)
+        .bind(grant_id)
+        .execute(&mut *c)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Deletes a grant; false when it is gone.
+pub async fn delete_grant(c: &mut Conn, grant_id: &str) -> Result<bool> {
+    let done = sqlx::query("DELETE FROM user_grant WHERE user_grant_id = $1").bind(grant_id).execute(&mut *c).await?;
+    Ok(done.rows_affected() == 1)
+}
+
 pub async fn grants_of_user(c: &mut Conn, user_id: &str) -> Result<Vec<UserGrant>> {
     let rows: Vec<GrantRow> = sqlx::query_as(
         "SELECT user_grant_id, user_id, project_id, org_id, role_keys, state, created_at, changed_at \

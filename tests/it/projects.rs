@@ -107,6 +107,25 @@ on_both!(projects_roles_and_grants, |srv| {
     let g = latch::store::project::grants_of_user(&mut c, &alice).await.unwrap();
     assert_eq!(g[0].role_keys, vec!["reader", "writer"]);
     drop(c);
+    // A grant's roles are replaced, only with roles of its project, only by its organization.
+    let grant_id = r.body["userGrantId"].as_str().unwrap().to_string();
+    let grant = format!("{grants}/{grant_id}");
+    srv.put(&grant, json!({"roleKeys": ["writer", "nope"]})).await.err(400, 9);
+    srv.put(&grant, json!({"roleKeys": ["writer", "writer"]})).await.ok();
+    let mut c = srv.state.db.conn().await.unwrap();
+    let g = latch::store::project::grants_of_user(&mut c, &alice).await.unwrap();
+    assert_eq!(g[0].role_keys, vec!["writer"]);
+    drop(c);
+    srv.put(&format!("{grants}/404"), json!({"roleKeys": []})).await.err(404, 5);
+    let elsewhere = srv.post("/management/v1/orgs", json!({"name": "Grant Elsewhere"})).await;
+    let elsewhere = elsewhere.ok()["id"].as_str().unwrap().to_string();
+    srv.call_as(Some(&srv.pat), Some(&elsewhere), "DELETE", &grant, json!(null)).await.err(404, 5);
+    // Removed once; then it is gone, and the user may be granted the project again.
+    srv.delete(&grant).await.ok();
+    srv.delete(&grant).await.err(404, 5);
+    assert_eq!(srv.count("user_grant").await, 0);
+    let r = srv.post(&grants, json!({"projectId": p, "roleKeys": ["reader", "writer"]})).await;
+    assert!(r.ok()["userGrantId"].is_string());
 
     // Another organization's project is invisible.
     let other = srv.post("/management/v1/orgs", json!({"name": "Elsewhere"})).await;
