@@ -42,6 +42,7 @@ pub fn api() -> Table {
         .put("/users/{user_id}/email", users::update_email)
         .put("/users/{user_id}/profile", users::update_profile)
         .post("/users/{user_id}/grants", projects::add_user_grant)
+        .post("/users/grants/_search", projects::list_user_grants)
         .put("/users/{user_id}/grants/{grant_id}", projects::update_user_grant)
         .delete("/users/{user_id}/grants/{grant_id}", projects::remove_user_grant)
         .post("/users/machine", machine::add_machine)
@@ -107,6 +108,7 @@ pub fn api() -> Table {
     users::update_email,
     users::update_profile,
     projects::add_user_grant,
+    projects::list_user_grants,
     projects::update_user_grant,
     projects::remove_user_grant,
     machine::add_machine,

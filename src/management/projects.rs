@@ -14,7 +14,7 @@ use crate::domain::enums::{PrivateLabelingSetting, ProjectState, TextQueryMethod
 use crate::domain::roles::Permission;
 use crate::domain::validate;
 use crate::id::new_id;
-use crate::store::project::{self, Project, ProjectRole, UserGrant};
+use crate::store::project::{self, GrantListed, Project, ProjectRole, UserGrant};
 use crate::store::{Conn, StoreError};
 
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
@@ -409,6 +409,191 @@ pub struct AddUserGrantRequest {
 pub struct AddUserGrantResponse {
     user_grant_id: String,
     details: Details,
+}
+
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct GrantIdQuery {
+    project_id: String,
+    user_id: String,
+    in_user_ids: Vec<String>,
+}
+
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct GrantTextQuery {
+    role_key: String,
+    user_name: String,
+    first_name: String,
+    last_name: String,
+    email: String,
+    display_name: String,
+    org_name: String,
+    org_domain: String,
+    project_name: String,
+    method: TextQueryMethod,
+}
+
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct GrantTypeQuery {
+    r#type: crate::domain::enums::UserType,
+}
+
+/// One filter of `ListUserGrants`; the reference's `withGrantedQuery` and `projectGrantIdQuery`
+/// concern granted projects, which latch does not have, and are refused.
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct GrantQueries {
+    project_id_query: Option<GrantIdQuery>,
+    user_id_query: Option<GrantIdQuery>,
+    in_user_ids_query: Option<GrantIdQuery>,
+    role_key_query: Option<GrantTextQuery>,
+    user_name_query: Option<GrantTextQuery>,
+    first_name_query: Option<GrantTextQuery>,
+    last_name_query: Option<GrantTextQuery>,
+    email_query: Option<GrantTextQuery>,
+    display_name_query: Option<GrantTextQuery>,
+    org_name_query: Option<GrantTextQuery>,
+    org_domain_query: Option<GrantTextQuery>,
+    project_name_query: Option<GrantTextQuery>,
+    user_type_query: Option<GrantTypeQuery>,
+    with_granted_query: Option<serde_json::Value>,
+    project_grant_id_query: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ListUserGrantsRequest {
+    query: ListQuery,
+    queries: Vec<GrantQueries>,
+}
+
+impl ListUserGrantsRequest {
+    fn check(&self) -> ApiResult<()> {
+        let mut budget = SearchBudget::new("ListUserGrantRequest");
+        for q in &self.queries {
+            budget.term()?;
+            if q.with_granted_query.is_some() || q.project_grant_id_query.is_some() {
+                return Err(ApiError::invalid(
+                    "invalid ListUserGrantRequest.queries: granted projects are not supported (withGrantedQuery, projectGrantIdQuery)",
+                ));
+            }
+            for t in q.texts().into_iter().flatten() {
+                budget.text(&t.role_key)?;
+                for v in [&t.user_name, &t.first_name, &t.last_name, &t.email, &t.display_name] {
+                    budget.text(v)?;
+                }
+                for v in [&t.org_name, &t.org_domain, &t.project_name] {
+                    budget.text(v)?;
+                }
+            }
+            if let Some(q) = &q.in_user_ids_query {
+                budget.text(&q.in_user_ids.concat())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `g` passes every filter (AND-combined, as in the reference).
+    fn keeps(&self, g: &GrantListed, roles: &[String]) -> bool {
+        self.queries.iter().all(|q| {
+            q.project_id_query.as_ref().is_none_or(|x| x.project_id == g.project_id)
+                && q.user_id_query.as_ref().is_none_or(|x| x.user_id == g.user_id)
+                && q.in_user_ids_query.as_ref().is_none_or(|x| x.in_user_ids.contains(&g.user_id))
+                && q.role_key_query.as_ref().is_none_or(|t| roles.iter().any(|r| t.method.matches(r, &t.role_key)))
+                && q.user_name_query.as_ref().is_none_or(|t| t.method.matches(&g.username, &t.user_name))
+                && q.first_name_query.as_ref().is_none_or(|t| t.method.matches(&g.first_name, &t.first_name))
+                && q.last_name_query.as_ref().is_none_or(|t| t.method.matches(&g.last_name, &t.last_name))
+                && q.email_query.as_ref().is_none_or(|t| t.method.matches(&g.email, &t.email))
+                && q.display_name_query.as_ref().is_none_or(|t| t.method.matches(&g.display_name, &t.display_name))
+                && q.org_name_query.as_ref().is_none_or(|t| t.method.matches(&g.org_name, &t.org_name))
+                && q.org_domain_query.as_ref().is_none_or(|t| t.method.matches(&g.org_domain, &t.org_domain))
+                && q.project_name_query.as_ref().is_none_or(|t| t.method.matches(&g.project_name, &t.project_name))
+                && q.user_type_query.as_ref().is_none_or(|t| t.r#type.number() == g.user_type)
+        })
+    }
+}
+
+impl GrantQueries {
+    fn texts(&self) -> [Option<&GrantTextQuery>; 9] {
+        [
+            self.role_key_query.as_ref(),
+            self.user_name_query.as_ref(),
+            self.first_name_query.as_ref(),
+            self.last_name_query.as_ref(),
+            self.email_query.as_ref(),
+            self.display_name_query.as_ref(),
+            self.org_name_query.as_ref(),
+            self.org_domain_query.as_ref(),
+            self.project_name_query.as_ref(),
+        ]
+    }
+}
+
+/// `UserGrant` of the reference (granted-project fields left out: latch has none).
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserGrantView {
+    id: String,
+    details: Details,
+    role_keys: Vec<String>,
+    state: UserGrantState,
+    user_id: String,
+    user_name: String,
+    first_name: String,
+    last_name: String,
+    email: String,
+    display_name: String,
+    org_id: String,
+    org_name: String,
+    org_domain: String,
+    project_id: String,
+    project_name: String,
+    preferred_login_name: String,
+    user_type: crate::domain::enums::UserType,
+}
+
+/// The grants the caller's organization gave, filtered and paged.
+#[utoipa::path(post, path = "/users/grants/_search", request_body = ListUserGrantsRequest, responses((status = 200, body = ListResponse<UserGrantView>)))]
+pub async fn list_user_grants(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<ListUserGrantsRequest>,
+) -> ApiResult<Json<ListResponse<UserGrantView>>> {
+    caller.require(Permission::UserGrantRead)?;
+    req.check()?;
+    let mut c = state.db.conn().await?;
+    let mut kept = Vec::new();
+    for g in project::grants_listed(&mut c, &caller.org_id).await? {
+        let roles: Vec<String> = crate::store::from_json("user_grant.role_keys", &g.role_keys)?;
+        if req.keeps(&g, &roles) {
+            kept.push((g, roles));
+        }
+    }
+    let list = paginate(kept, &req.query, state.clock.now(), |(g, roles)| UserGrantView {
+        id: g.user_grant_id.clone(),
+        details: Details::read(g.created_at, g.changed_at, &g.org_id),
+        role_keys: roles.clone(),
+        state: UserGrantState::from_number(g.state).unwrap_or_default(),
+        user_id: g.user_id.clone(),
+        user_name: g.username.clone(),
+        first_name: g.first_name.clone(),
+        last_name: g.last_name.clone(),
+        email: g.email.clone(),
+        display_name: g.display_name.clone(),
+        org_id: g.org_id.clone(),
+        org_name: g.org_name.clone(),
+        org_domain: g.org_domain.clone(),
+        project_id: g.project_id.clone(),
+        project_name: g.project_name.clone(),
+        preferred_login_name: match g.user_domain.is_empty() {
+            true => g.username.clone(),
+            false => format!("{}@{}", g.username, g.user_domain),
+        },
+        user_type: crate::domain::enums::UserType::from_number(g.user_type).unwrap_or_default(),
+    })?;
+    Ok(Json(list))
 }
 
 /// `keys` without repeats, each a role of the project.

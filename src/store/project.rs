@@ -258,6 +258,52 @@ pub async fn insert_grants(c: &mut Conn, grants: &[UserGrant]) -> Result<()> {
     .await
 }
 
+/// A grant with what the grant list shows of its user, project and organization.
+#[derive(Debug, Clone, FromRow)]
+pub struct GrantListed {
+    pub user_grant_id: String,
+    pub user_id: String,
+    pub project_id: String,
+    pub org_id: String,
+    pub role_keys: String,
+    pub state: i64,
+    pub created_at: i64,
+    pub changed_at: i64,
+    pub username: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: String,
+    pub display_name: String,
+    pub user_type: i64,
+    /// The primary domain of the user's organization ('' when it has none).
+    pub user_domain: String,
+    pub project_name: String,
+    pub org_name: String,
+    /// The primary domain of the organization that gave the grant.
+    pub org_domain: String,
+}
+
+/// Every grant organization `org_id` gave, oldest first, with their users, projects and the
+/// organization (one statement).
+pub async fn grants_listed(c: &mut Conn, org_id: &str) -> Result<Vec<GrantListed>> {
+    Ok(sqlx::query_as(
+        "SELECT g.user_grant_id, g.user_id, g.project_id, g.org_id, g.role_keys, g.state, g.created_at, g.changed_at, \
+                a.username, a.first_name, a.last_name, a.email, a.display_name, a.user_type, \
+                COALESCE(ud.domain, '') AS user_domain, p.name AS project_name, o.name AS org_name, \
+                COALESCE(od.domain, '') AS org_domain \
+         FROM user_grant g \
+         JOIN account a ON a.user_id = g.user_id \
+         JOIN project p ON p.project_id = g.project_id \
+         JOIN org o ON o.org_id = g.org_id \
+         LEFT JOIN org_domain ud ON ud.org_id = a.org_id AND ud.is_primary = 1 \
+         LEFT JOIN org_domain od ON od.org_id = g.org_id AND od.is_primary = 1 \
+         WHERE g.org_id = $1 ORDER BY g.created_at, g.user_grant_id",
+    )
+    .bind(org_id)
+    .fetch_all(&mut *c)
+    .await?)
+}
+
 /// The grant `grant_id` of user `user_id`.
 pub async fn get_grant(c: &mut Conn, user_id: &str, grant_id: &str) -> Result<Option<UserGrant>> {
     let row: Option<GrantRow> = sqlx::query_as(

@@ -126,6 +126,41 @@ on_both!(projects_roles_and_grants, |srv| {
     assert_eq!(srv.count("user_grant").await, 0);
     let r = srv.post(&grants, json!({"projectId": p, "roleKeys": ["reader", "writer"]})).await;
     assert!(r.ok()["userGrantId"].is_string());
+    let grant_id = r.body["userGrantId"].as_str().unwrap().to_string();
+    // The organization's grants, filtered (AND-combined).
+    let list = |queries: Value| async move {
+        let r = srv.post("/management/v1/users/grants/_search", json!({"queries": queries})).await;
+        r.ok()["result"].as_array().cloned().unwrap_or_default()
+    };
+    let all = list(json!([])).await;
+    assert_eq!(all.len(), 1, "{all:?}");
+    let g = &all[0];
+    assert_eq!(g["id"], grant_id.as_str());
+    assert_eq!(g["userId"], alice.as_str());
+    assert_eq!(g["projectId"], p.as_str());
+    assert_eq!(g["roleKeys"], json!(["reader", "writer"]));
+    assert_eq!(g["state"], "USER_GRANT_STATE_ACTIVE");
+    assert_eq!(g["userType"], "TYPE_HUMAN");
+    assert!(g["preferredLoginName"].as_str().unwrap().starts_with(g["userName"].as_str().unwrap()));
+    assert!(!g["projectName"].as_str().unwrap().is_empty() && !g["orgName"].as_str().unwrap().is_empty());
+    for (queries, n) in [
+        (json!([{"userIdQuery": {"userId": alice}}]), 1),
+        (json!([{"userIdQuery": {"userId": "nobody"}}]), 0),
+        (json!([{"projectIdQuery": {"projectId": p}}, {"roleKeyQuery": {"roleKey": "writer"}}]), 1),
+        (json!([{"roleKeyQuery": {"roleKey": "WRI", "method": "TEXT_QUERY_METHOD_STARTS_WITH_IGNORE_CASE"}}]), 1),
+        (json!([{"roleKeyQuery": {"roleKey": "admin"}}]), 0),
+        (json!([{"inUserIdsQuery": {"inUserIds": ["x", alice]}}]), 1),
+        (json!([{"userTypeQuery": {"type": "TYPE_MACHINE"}}]), 0),
+    ] {
+        assert_eq!(list(queries.clone()).await.len(), n, "{queries}");
+    }
+    let refused = srv
+        .post("/management/v1/users/grants/_search", json!({"queries": [{"withGrantedQuery": {"withGranted": true}}]}));
+    refused.await.err(400, 3);
+    // Another organization sees none of them.
+    let r =
+        srv.call_as(Some(&srv.pat), Some(&elsewhere), "POST", "/management/v1/users/grants/_search", json!({})).await;
+    assert_eq!(r.ok()["details"]["totalResult"], "0", "{}", r.text);
 
     // Another organization's project is invisible.
     let other = srv.post("/management/v1/orgs", json!({"name": "Elsewhere"})).await;
