@@ -440,8 +440,9 @@ pub struct GrantTypeQuery {
     r#type: crate::domain::enums::UserType,
 }
 
-/// One filter of `ListUserGrants`; the reference's `withGrantedQuery` and `projectGrantIdQuery`
-/// concern granted projects, which latch does not have, and are refused.
+/// One filter of `ListUserGrants` (exactly one member). `withGrantedQuery` and
+/// `projectGrantIdQuery` concern granted projects, which latch does not have: the first keeps
+/// every grant, the second none.
 #[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct GrantQueries {
@@ -474,22 +475,40 @@ impl ListUserGrantsRequest {
         let mut budget = SearchBudget::new("ListUserGrantRequest");
         for q in &self.queries {
             budget.term()?;
-            if q.with_granted_query.is_some() || q.project_grant_id_query.is_some() {
-                return Err(ApiError::invalid(
-                    "invalid ListUserGrantRequest.queries: granted projects are not supported (withGrantedQuery, projectGrantIdQuery)",
-                ));
+            let ids = [&q.project_id_query, &q.user_id_query, &q.in_user_ids_query];
+            let others =
+                [q.with_granted_query.is_some(), q.project_grant_id_query.is_some(), q.user_type_query.is_some()];
+            let set = ids.iter().filter(|x| x.is_some()).count()
+                + q.texts().iter().filter(|x| x.is_some()).count()
+                + others.iter().filter(|x| **x).count();
+            match set {
+                1 => {}
+                0 => {
+                    return Err(ApiError::invalid(
+                        "invalid ListUserGrantRequest.queries: each query must set one of its members",
+                    ));
+                }
+                _ => {
+                    return Err(ApiError::invalid(
+                        "invalid ListUserGrantRequest.queries: each query may set only one of its members",
+                    ));
+                }
+            }
+            for x in ids.into_iter().flatten() {
+                budget.text(&x.project_id)?;
+                budget.text(&x.user_id)?;
+                budget.ids(x.in_user_ids.len())?;
+                for id in &x.in_user_ids {
+                    budget.text(id)?;
+                }
             }
             for t in q.texts().into_iter().flatten() {
-                budget.text(&t.role_key)?;
-                for v in [&t.user_name, &t.first_name, &t.last_name, &t.email, &t.display_name] {
+                for v in [&t.role_key, &t.user_name, &t.first_name, &t.last_name, &t.email, &t.display_name] {
                     budget.text(v)?;
                 }
                 for v in [&t.org_name, &t.org_domain, &t.project_name] {
                     budget.text(v)?;
                 }
-            }
-            if let Some(q) = &q.in_user_ids_query {
-                budget.text(&q.in_user_ids.concat())?;
             }
         }
         Ok(())
@@ -511,6 +530,9 @@ impl ListUserGrantsRequest {
                 && q.org_domain_query.as_ref().is_none_or(|t| t.method.matches(&g.org_domain, &t.org_domain))
                 && q.project_name_query.as_ref().is_none_or(|t| t.method.matches(&g.project_name, &t.project_name))
                 && q.user_type_query.as_ref().is_none_or(|t| t.r#type.number() == g.user_type)
+                // latch has no granted projects: every grant is the organization's own (what
+                // withGrantedQuery asks for either way), and none has a project grant id.
+                && q.project_grant_id_query.is_none()
         })
     }
 }
@@ -537,16 +559,22 @@ impl GrantQueries {
 pub struct UserGrantView {
     id: String,
     details: Details,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     role_keys: Vec<String>,
     state: UserGrantState,
     user_id: String,
     user_name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     first_name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     last_name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     email: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     display_name: String,
     org_id: String,
     org_name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     org_domain: String,
     project_id: String,
     project_name: String,

@@ -151,12 +151,23 @@ on_both!(projects_roles_and_grants, |srv| {
         (json!([{"roleKeyQuery": {"roleKey": "admin"}}]), 0),
         (json!([{"inUserIdsQuery": {"inUserIds": ["x", alice]}}]), 1),
         (json!([{"userTypeQuery": {"type": "TYPE_MACHINE"}}]), 0),
+        (json!([{"withGrantedQuery": {"withGranted": true}}]), 1),
+        (json!([{"projectGrantIdQuery": {"projectGrantId": "1"}}]), 0),
     ] {
         assert_eq!(list(queries.clone()).await.len(), n, "{queries}");
     }
-    let refused = srv
-        .post("/management/v1/users/grants/_search", json!({"queries": [{"withGrantedQuery": {"withGranted": true}}]}));
-    refused.await.err(400, 3);
+    let many: Vec<String> = (0..40).map(|i| format!("38456886727897{i:04}")).chain([alice.clone()]).collect();
+    assert_eq!(list(json!([{"inUserIdsQuery": {"inUserIds": many}}])).await.len(), 1);
+    // A query that names no member, or two, is refused (it would otherwise match everything).
+    for queries in [
+        json!([{"userIDQuery": {"userId": "x"}}]),
+        json!([{}]),
+        json!([{"userIdQuery": {"userId": alice}, "roleKeyQuery": {"roleKey": "reader"}}]),
+        json!([{"userIdQuery": {"userId": "x".repeat(201)}}]),
+    ] {
+        let r = srv.post("/management/v1/users/grants/_search", json!({"queries": queries})).await;
+        r.err(400, 3);
+    }
     // Another organization sees none of them.
     let r =
         srv.call_as(Some(&srv.pat), Some(&elsewhere), "POST", "/management/v1/users/grants/_search", json!({})).await;
