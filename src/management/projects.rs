@@ -198,7 +198,11 @@ impl ListByNameRequest {
     pub fn name(&self) -> ApiResult<Option<(&str, TextQueryMethod)>> {
         match self.queries.as_slice() {
             [] => Ok(None),
-            [q] => Ok(q.name_query.as_ref().map(|n| (n.name.as_str(), n.method))),
+            [q] => match &q.name_query {
+                Some(n) => Ok(Some((n.name.as_str(), n.method))),
+                // A query naming nothing known is refused, not read as "no filter".
+                None => Err(ApiError::invalid("invalid request: each query must set one of its members")),
+            },
             _ => Err(ApiError::invalid("invalid request: only one nameQuery is supported")),
         }
     }
@@ -363,6 +367,20 @@ impl ListRolesRequest {
         let mut budget = SearchBudget::new("ListProjectRolesRequest");
         for q in &self.queries {
             budget.term()?;
+            // Exactly one member: a query naming nothing known would keep every role.
+            match usize::from(q.key_query.is_some()) + usize::from(q.display_name_query.is_some()) {
+                1 => {}
+                0 => {
+                    return Err(ApiError::invalid(
+                        "invalid ListProjectRolesRequest.queries: each query must set one of its members",
+                    ));
+                }
+                _ => {
+                    return Err(ApiError::invalid(
+                        "invalid ListProjectRolesRequest.queries: each query may set only one of its members",
+                    ));
+                }
+            }
             if let Some(k) = &q.key_query {
                 budget.text(&k.key)?;
             }

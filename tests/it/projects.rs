@@ -95,6 +95,16 @@ on_both!(projects_roles_and_grants, |srv| {
     assert_eq!(search(q).await.0, vec!["reader"], "EQUALS by default");
     let long = json!([{"keyQuery": {"key": "x".repeat(201)}}]);
     srv.post(&format!("{roles}/_search"), json!({"queries": long})).await.err(400, 3);
+    // A query that names no member (a typo, {}, or an array) or two is refused, not read as none.
+    for q in [
+        json!([{"kyQuery": {"key": "reader"}}]),
+        json!([{}]),
+        json!([[null, null]]),
+        json!([{"keyQuery": {"key": "a"}, "displayNameQuery": {"displayName": "b"}}]),
+    ] {
+        srv.post(&format!("{roles}/_search"), json!({"queries": q})).await.err(400, 3);
+    }
+    srv.post("/management/v1/projects/_search", json!({"queries": [{"nmeQuery": {"name": "x"}}]})).await.err(400, 3);
 
     let alice = crate::users::create_alice(srv).await;
     let grants = format!("/management/v1/users/{alice}/grants");
