@@ -43,6 +43,7 @@ pub fn api() -> Table {
         .put("/users/{user_id}/profile", users::update_profile)
         .post("/users/{user_id}/grants", projects::add_user_grant)
         .post("/users/grants/_search", projects::list_user_grants)
+        .get("/users/{user_id}/grants/{grant_id}", projects::get_user_grant)
         .put("/users/{user_id}/grants/{grant_id}", projects::update_user_grant)
         .delete("/users/{user_id}/grants/{grant_id}", projects::remove_user_grant)
         .post("/users/machine", machine::add_machine)
@@ -109,6 +110,7 @@ pub fn api() -> Table {
     users::update_profile,
     projects::add_user_grant,
     projects::list_user_grants,
+    projects::get_user_grant,
     projects::update_user_grant,
     projects::remove_user_grant,
     machine::add_machine,

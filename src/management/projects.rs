@@ -600,6 +600,56 @@ pub struct UserGrantView {
     user_type: crate::domain::enums::UserType,
 }
 
+impl UserGrantView {
+    fn new(g: &GrantListed, roles: &[String]) -> Self {
+        UserGrantView {
+            id: g.user_grant_id.clone(),
+            details: Details::read(g.created_at, g.changed_at, &g.org_id),
+            role_keys: roles.to_vec(),
+            state: UserGrantState::from_number(g.state).unwrap_or_default(),
+            user_id: g.user_id.clone(),
+            user_name: g.username.clone(),
+            first_name: g.first_name.clone(),
+            last_name: g.last_name.clone(),
+            email: g.email.clone(),
+            display_name: g.display_name.clone(),
+            org_id: g.org_id.clone(),
+            org_name: g.org_name.clone(),
+            org_domain: g.org_domain.clone(),
+            project_id: g.project_id.clone(),
+            project_name: g.project_name.clone(),
+            preferred_login_name: match g.user_domain.is_empty() {
+                true => g.username.clone(),
+                false => format!("{}@{}", g.username, g.user_domain),
+            },
+            user_type: crate::domain::enums::UserType::from_number(g.user_type).unwrap_or_default(),
+        }
+    }
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GetUserGrantResponse {
+    user_grant: UserGrantView,
+}
+
+/// One grant the caller's organization gave.
+#[utoipa::path(get, path = "/users/{user_id}/grants/{grant_id}", responses((status = 200, body = GetUserGrantResponse)))]
+pub async fn get_user_grant(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((user_id, grant_id)): Path<(String, String)>,
+) -> ApiResult<Json<GetUserGrantResponse>> {
+    caller.require(Permission::UserGrantRead)?;
+    let mut c = state.db.conn().await?;
+    load_user(&mut c, &caller, &user_id).await?;
+    let g = project::grant_listed(&mut c, &caller.org_id, &user_id, &grant_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("user grant not found").with_id("USERGRANT-NotFound"))?;
+    let roles: Vec<String> = crate::store::from_json("user_grant.role_keys", &g.role_keys)?;
+    Ok(Json(GetUserGrantResponse { user_grant: UserGrantView::new(&g, &roles) }))
+}
+
 /// The grants the caller's organization gave, filtered and paged.
 #[utoipa::path(post, path = "/users/grants/_search", request_body = ListUserGrantsRequest, responses((status = 200, body = ListResponse<UserGrantView>)))]
 pub async fn list_user_grants(
@@ -617,28 +667,7 @@ pub async fn list_user_grants(
             kept.push((g, roles));
         }
     }
-    let list = paginate(kept, &req.query, state.clock.now(), |(g, roles)| UserGrantView {
-        id: g.user_grant_id.clone(),
-        details: Details::read(g.created_at, g.changed_at, &g.org_id),
-        role_keys: roles.clone(),
-        state: UserGrantState::from_number(g.state).unwrap_or_default(),
-        user_id: g.user_id.clone(),
-        user_name: g.username.clone(),
-        first_name: g.first_name.clone(),
-        last_name: g.last_name.clone(),
-        email: g.email.clone(),
-        display_name: g.display_name.clone(),
-        org_id: g.org_id.clone(),
-        org_name: g.org_name.clone(),
-        org_domain: g.org_domain.clone(),
-        project_id: g.project_id.clone(),
-        project_name: g.project_name.clone(),
-        preferred_login_name: match g.user_domain.is_empty() {
-            true => g.username.clone(),
-            false => format!("{}@{}", g.username, g.user_domain),
-        },
-        user_type: crate::domain::enums::UserType::from_number(g.user_type).unwrap_or_default(),
-    })?;
+    let list = paginate(kept, &req.query, state.clock.now(), |(g, roles)| UserGrantView::new(g, roles))?;
     Ok(Json(list))
 }
 

@@ -283,25 +283,35 @@ pub struct GrantListed {
     pub org_domain: String,
 }
 
+/// The grants with their users, projects and organizations (`GrantListed`), to be filtered.
+const GRANTS_LISTED: &str = "SELECT g.user_grant_id, g.user_id, g.project_id, g.org_id, g.role_keys, g.state, \
+        g.created_at, g.changed_at, a.username, a.first_name, a.last_name, a.email, a.display_name, a.user_type, \
+        COALESCE(ud.domain, '') AS user_domain, p.name AS project_name, o.name AS org_name, \
+        COALESCE(od.domain, '') AS org_domain \
+     FROM user_grant g \
+     JOIN account a ON a.user_id = g.user_id \
+     JOIN project p ON p.project_id = g.project_id \
+     JOIN org o ON o.org_id = g.org_id \
+     LEFT JOIN org_domain ud ON ud.org_id = a.org_id AND ud.is_primary = 1 \
+     LEFT JOIN org_domain od ON od.org_id = g.org_id AND od.is_primary = 1";
+
 /// Every grant organization `org_id` gave, oldest first, with their users, projects and the
 /// organization (one statement).
 pub async fn grants_listed(c: &mut Conn, org_id: &str) -> Result<Vec<GrantListed>> {
-    Ok(sqlx::query_as(
-        "SELECT g.user_grant_id, g.user_id, g.project_id, g.org_id, g.role_keys, g.state, g.created_at, g.changed_at, \
-                a.username, a.first_name, a.last_name, a.email, a.display_name, a.user_type, \
-                COALESCE(ud.domain, '') AS user_domain, p.name AS project_name, o.name AS org_name, \
-                COALESCE(od.domain, '') AS org_domain \
-         FROM user_grant g \
-         JOIN account a ON a.user_id = g.user_id \
-         JOIN project p ON p.project_id = g.project_id \
-         JOIN org o ON o.org_id = g.org_id \
-         LEFT JOIN org_domain ud ON ud.org_id = a.org_id AND ud.is_primary = 1 \
-         LEFT JOIN org_domain od ON od.org_id = g.org_id AND od.is_primary = 1 \
-         WHERE g.org_id = $1 ORDER BY g.created_at, g.user_grant_id",
-    )
-    .bind(org_id)
-    .fetch_all(&mut *c)
-    .await?)
+    Ok(sqlx::query_as(&format!("{GRANTS_LISTED} WHERE g.org_id = $1 ORDER BY g.created_at, g.user_grant_id"))
+        .bind(org_id)
+        .fetch_all(&mut *c)
+        .await?)
+}
+
+/// The grant `grant_id` of user `user_id` that organization `org_id` gave, as listed.
+pub async fn grant_listed(c: &mut Conn, org_id: &str, user_id: &str, grant_id: &str) -> Result<Option<GrantListed>> {
+    Ok(sqlx::query_as(&format!("{GRANTS_LISTED} WHERE g.org_id = $1 AND g.user_id = $2 AND g.user_grant_id = $3"))
+        .bind(org_id)
+        .bind(user_id)
+        .bind(grant_id)
+        .fetch_optional(&mut *c)
+        .await?)
 }
 
 /// The grant `grant_id` of user `user_id`.

@@ -166,6 +166,13 @@ on_both!(projects_roles_and_grants, |srv| {
     ] {
         assert_eq!(list(queries.clone()).await.len(), n, "{queries}");
     }
+    // One grant by id, as listed.
+    let one = srv.get(&format!("{grants}/{grant_id}")).await;
+    assert_eq!(one.ok()["userGrant"], all[0], "{}", one.text);
+    srv.get(&format!("{grants}/404")).await.err(404, 5);
+    srv.call_as(Some(&srv.pat), Some(&elsewhere), "GET", &format!("{grants}/{grant_id}"), json!(null))
+        .await
+        .err(404, 5);
     let many: Vec<String> = (0..40).map(|i| format!("38456886727897{i:04}")).chain([alice.clone()]).collect();
     assert_eq!(list(json!([{"inUserIdsQuery": {"inUserIds": many}}])).await.len(), 1);
     // A query that names no member, or two, is refused (it would otherwise match everything).
