@@ -87,7 +87,7 @@ pub fn has_nul_escape(raw: &[u8]) -> bool {
 /// the same limit). For a route that authorizes its caller before it reads a large body; more is
 /// `InvalidArgument`, like a body over [`MAX_BODY`] elsewhere.
 pub async fn read_limited(req: Request, limit: usize) -> Result<Vec<u8>, ApiError> {
-    let size = if limit % (1 << 20) == 0 { format!("{} MiB", limit >> 20) } else { format!("{limit} bytes") };
+    let size = if limit.is_multiple_of(1 << 20) { format!("{} MiB", limit >> 20) } else { format!("{limit} bytes") };
     let too_large = || ApiError::invalid(format!("the request body is larger than {size}"));
     let announced = req
         .headers()

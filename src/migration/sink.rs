@@ -80,7 +80,7 @@ impl<'a> Sink<'a> {
     /// Counts a user of the input (before it is accepted or skipped).
     pub fn seen(&mut self) {
         self.summary.seen += 1;
-        if self.summary.seen % 4096 == 0 {
+        if self.summary.seen.is_multiple_of(4096) {
             self.pb.set_message(format!("{} users", self.summary.seen));
         }
     }
