@@ -147,6 +147,21 @@ impl SearchBudget {
         Self { what, terms: 0, ids: 0 }
     }
 
+    /// One element of `queries` sets `set` of its members: exactly one is allowed (none would
+    /// read as no filter and keep every row).
+    pub fn one_member(&self, set: usize) -> Result<(), ApiError> {
+        match set {
+            1 => Ok(()),
+            0 => {
+                Err(ApiError::invalid(format!("invalid {}.queries: each query must set one of its members", self.what)))
+            }
+            _ => Err(ApiError::invalid(format!(
+                "invalid {}.queries: each query may set only one of its members",
+                self.what
+            ))),
+        }
+    }
+
     /// Counts one filter.
     pub fn term(&mut self) -> Result<(), ApiError> {
         self.terms += 1;

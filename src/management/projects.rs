@@ -367,20 +367,7 @@ impl ListRolesRequest {
         let mut budget = SearchBudget::new("ListProjectRolesRequest");
         for q in &self.queries {
             budget.term()?;
-            // Exactly one member: a query naming nothing known would keep every role.
-            match usize::from(q.key_query.is_some()) + usize::from(q.display_name_query.is_some()) {
-                1 => {}
-                0 => {
-                    return Err(ApiError::invalid(
-                        "invalid ListProjectRolesRequest.queries: each query must set one of its members",
-                    ));
-                }
-                _ => {
-                    return Err(ApiError::invalid(
-                        "invalid ListProjectRolesRequest.queries: each query may set only one of its members",
-                    ));
-                }
-            }
+            budget.one_member(usize::from(q.key_query.is_some()) + usize::from(q.display_name_query.is_some()))?;
             if let Some(k) = &q.key_query {
                 budget.text(&k.key)?;
             }
@@ -499,19 +486,7 @@ impl ListUserGrantsRequest {
             let set = ids.iter().filter(|x| x.is_some()).count()
                 + q.texts().iter().filter(|x| x.is_some()).count()
                 + others.iter().filter(|x| **x).count();
-            match set {
-                1 => {}
-                0 => {
-                    return Err(ApiError::invalid(
-                        "invalid ListUserGrantRequest.queries: each query must set one of its members",
-                    ));
-                }
-                _ => {
-                    return Err(ApiError::invalid(
-                        "invalid ListUserGrantRequest.queries: each query may set only one of its members",
-                    ));
-                }
-            }
+            budget.one_member(set)?;
             for x in ids.into_iter().flatten() {
                 budget.text(&x.project_id)?;
                 budget.text(&x.user_id)?;

@@ -430,11 +430,8 @@ impl SearchQuery {
                 .ok_or_else(|| ApiError::invalid("invalid ListUsersRequest.notQuery: query is required"))?;
             found.push(UserQuery::Not(Box::new(inner.convert(depth + 1, b)?)));
         }
-        match found.len() {
-            1 => Ok(found.remove(0)),
-            0 => Err(ApiError::invalid("invalid ListUsersRequest.queries: each query must set one of its members")),
-            _ => Err(ApiError::invalid("invalid ListUsersRequest.queries: each query may set only one of its members")),
-        }
+        b.one_member(found.len())?;
+        Ok(found.remove(0))
     }
 }
 
