@@ -18,7 +18,7 @@ use crate::oidc::claims;
 use crate::store::auth_request::AuthRequestRow;
 use crate::store::signin::{self, Finished};
 use crate::store::user::User;
-use crate::store::{Conn, StoreError, auth_request, code, from_json, session, to_json};
+use crate::store::{Conn, StoreError, auth_request, code, from_json, session, to_json, user};
 
 /// Where the flow begins.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,6 +140,22 @@ impl Flow {
             &to_json(&self.progress),
         )
         .await?;
+        Ok(())
+    }
+
+    /// Records the login name typed and the user it means (a user name, `name@domain` of the
+    /// user's organization, or an e-mail address only one human user has; none otherwise): one
+    /// round trip for a user name, the form's usual case.
+    pub async fn name_login(&mut self, c: &mut Conn, name: &str) -> crate::store::Result<()> {
+        self.progress.login_name = Some(name.to_string());
+        let progress = to_json(&self.progress);
+        self.user = auth_request::name_user(c, &self.row.auth_request_id, name, &progress).await?;
+        if self.user.is_none() {
+            self.user = user::find_by_domain_or_email(c, name).await?;
+            if self.user.is_some() {
+                self.save(c).await?;
+            }
+        }
         Ok(())
     }
 

@@ -197,14 +197,8 @@ pub async fn login_name(
     }
     reset(&mut f);
     f.progress.start = Start::Login;
-    match user::find_for_login(&mut c, name).await {
-        Ok(Some(u)) => f.user = Some(u),
-        Ok(None) => {}
-        Err(e) => return store_fail(f.t, &headers, e),
-    }
     // Kept as typed for the pages whether or not the user exists (Flow::login_name).
-    f.progress.login_name = Some(name.to_string());
-    if let Err(e) = f.save(&mut c).await {
+    if let Err(e) = f.name_login(&mut c, name).await {
         return store_fail(f.t, &headers, e);
     }
     show(&state, &mut c, f, &headers, None, None).await

@@ -66,6 +66,33 @@ pub async fn get_with_user(c: &mut Conn, id: &str) -> Result<Option<(AuthRequest
     Ok(Some((request, user)))
 }
 
+/// Records the login name typed on request `id`: the request names the user whose user name it
+/// is (or no user) and its progress becomes `progress`; answers that user. The lookup and the
+/// update go in one round trip (on SQLite one hop to the connection's thread, two statements as
+/// in [`super::refresh::rotate_live`]), as the login-name form of every sign-in needs both. A
+/// name that is no user name may still mean a user through a domain or an e-mail address
+/// ([`user::find_by_domain_or_email`]); the caller then records that user with [`update`].
+pub async fn name_user(c: &mut Conn, id: &str, login_name: &str, progress: &str) -> Result<Option<User>> {
+    const UPDATE: &str = "UPDATE auth_request SET user_id = (SELECT user_id FROM account WHERE username_key = $1), \
+         progress = $2 WHERE auth_request_id = $3";
+    const SELECT: &str = concat!(
+        "SELECT ",
+        user::user_columns!(),
+        " FROM account a ",
+        user::user_domain_join!(),
+        " WHERE a.username_key = $1"
+    );
+    let sql = if c.backend_name() == "PostgreSQL" {
+        format!("WITH named AS ({UPDATE}) {SELECT}")
+    } else {
+        format!("{UPDATE}; {SELECT}")
+    };
+    // fetch_all: on SQLite sqlx's fetch_optional looks only at the first statement's result.
+    let rows: Vec<AnyRow> =
+        sqlx::query(&sql).bind(super::fold(login_name.trim())).bind(progress).bind(id).fetch_all(&mut *c).await?;
+    rows.first().map(user::from_row).transpose().map_err(Into::into)
+}
+
 /// Records the user and progress of a request.
 pub async fn update(c: &mut Conn, id: &str, user_id: Option<&str>, progress: &str) -> Result<bool> {
     let r = sqlx::query("UPDATE auth_request SET user_id = $1, progress = $2 WHERE auth_request_id = $3")

@@ -587,35 +587,32 @@ pub async fn set_email_verified(c: &mut Conn, user_id: &str, now: i64) -> Result
     Ok(())
 }
 
-/// The user a login name means: a user name, `username@domain` of one of its organization's
+/// The user a login name means when it is no user name (which
+/// [`super::auth_request::name_user`] looks up): `username@domain` of one of its organization's
 /// domains, or an e-mail address that exactly one human user has.
-pub async fn find_for_login(c: &mut Conn, login: &str) -> Result<Option<User>> {
+pub async fn find_by_domain_or_email(c: &mut Conn, login: &str) -> Result<Option<User>> {
     let login = login.trim();
-    if let Some(u) = get_by_username(c, login).await? {
-        return Ok(Some(u));
+    let Some((name, domain)) = login.rsplit_once('@') else { return Ok(None) };
+    let row: Option<(String,)> = sqlx::query_as(
+        "SELECT a.user_id FROM account a JOIN org_domain d ON d.org_id = a.org_id \
+         WHERE a.username_key = $1 AND d.domain = $2",
+    )
+    .bind(fold(name))
+    .bind(domain.to_ascii_lowercase())
+    .fetch_optional(&mut *c)
+    .await?;
+    if let Some((id,)) = row {
+        return get(c, &id).await;
     }
-    if let Some((name, domain)) = login.rsplit_once('@') {
-        let row: Option<(String,)> = sqlx::query_as(
-            "SELECT a.user_id FROM account a JOIN org_domain d ON d.org_id = a.org_id \
-             WHERE a.username_key = $1 AND d.domain = $2",
-        )
-        .bind(fold(name))
-        .bind(domain.to_ascii_lowercase())
-        .fetch_optional(&mut *c)
-        .await?;
-        if let Some((id,)) = row {
-            return get(c, &id).await;
-        }
-        let rows: Vec<(String,)> =
-            sqlx::query_as("SELECT user_id FROM account WHERE email_key = $1 AND user_type = 1 LIMIT 2")
-                .bind(fold(login))
-                .fetch_all(&mut *c)
-                .await?;
-        if let [(id,)] = rows.as_slice() {
-            return get(c, id).await;
-        }
+    let rows: Vec<(String,)> =
+        sqlx::query_as("SELECT user_id FROM account WHERE email_key = $1 AND user_type = 1 LIMIT 2")
+            .bind(fold(login))
+            .fetch_all(&mut *c)
+            .await?;
+    match rows.as_slice() {
+        [(id,)] => get(c, id).await,
+        _ => Ok(None),
     }
-    Ok(None)
 }
 
 /// Stores (or with `None` removes) a user's TOTP secret, already encrypted.

@@ -121,6 +121,15 @@ pub fn now() -> i64 {
 }
 
 impl TestServer {
+    /// The messages in the outbox (no SMTP server is configured in tests) addressed to `to`.
+    pub fn outbox_to(&self, to: &str) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.settings.data_dir.join("outbox")) else { return Vec::new() };
+        entries
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+            .filter(|m| m.contains(&format!("<{to}>")))
+            .collect()
+    }
+
     pub async fn start(backend: Backend) -> Self {
         Self::start_with(backend, |_| {}).await
     }

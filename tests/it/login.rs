@@ -30,19 +30,12 @@ pub async fn start(srv: &TestServer, b: &Browser, extra: &[(&str, &str)]) -> (St
 /// initial-password code is stored and mailed after the answer).
 async fn outbox_code(srv: &TestServer, to: &str) -> String {
     for _ in 0..250 {
-        if mails_to(srv, to) > 0 {
+        if !srv.outbox_to(to).is_empty() {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     newest_code(srv, to)
-}
-
-/// How many messages the outbox holds for `to`.
-fn mails_to(srv: &TestServer, to: &str) -> usize {
-    std::fs::read_dir(srv.settings.data_dir.join("outbox"))
-        .map(|d| d.filter(|e| std::fs::read_to_string(e.as_ref().unwrap().path()).unwrap().contains(to)).count())
-        .unwrap_or(0)
 }
 
 fn newest_code(srv: &TestServer, to: &str) -> String {
@@ -72,6 +65,51 @@ fn newest_code(srv: &TestServer, to: &str) -> String {
     }
     panic!("no message to {to} in {}", dir.display());
 }
+
+on_both!(a_login_name_is_a_user_name_a_domain_login_or_an_address, |srv| {
+    human(srv, "hank", "Hank-Passw0rd").await;
+    human(srv, "ivy", "Ivy-Passw0rd1").await;
+    // A second human with ivy's address: the address then names neither.
+    srv.post(
+        "/management/v1/users/human",
+        json!({"userName": "ivy2", "profile": {"firstName": "Ivy", "lastName": "Two"},
+               "email": {"email": "ivy@example.com", "isEmailVerified": true}}),
+    )
+    .await
+    .ok();
+    let sign_in = |name: &'static str, password: &'static str| async move {
+        let b = Browser::new(srv);
+        let (id, page) = start(srv, &b, &[]).await;
+        b.sign_in(&id, &page, name, password).await
+    };
+    // The user name in any case, the user name at the organization's domain, the address.
+    for name in ["hank", "HANK", " Hank ", "hank@latch.127.0.0.1", "HANK@Latch.127.0.0.1", "hank@example.com"] {
+        let r = sign_in(name, "Hank-Passw0rd").await;
+        assert_eq!(r.status, 303, "{name}: {}", r.html);
+        assert!(param(&r.redirect_params(), "code").is_some(), "{name}");
+    }
+    for name in ["ivy@example.com", "hank@other.example", "hank@"] {
+        let r = sign_in(name, "Ivy-Passw0rd1").await;
+        assert!(r.html.contains("The login name or the password is wrong."), "{name}: {}", r.html);
+    }
+    assert_eq!(sign_in("ivy", "Ivy-Passw0rd1").await.status, 303);
+    // A name typed again replaces the user the request named: back from hank's password page to
+    // a name that is nobody's, hank's password no longer signs in.
+    let b = Browser::new(srv);
+    let (id, page) = start(srv, &b, &[]).await;
+    let named = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "hank")]).await;
+    let again = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &named.csrf()), ("loginname", "nobody")]).await;
+    assert!(again.html.contains("name=\"password\""), "{}", again.html);
+    let r =
+        b.post(&format!("/ui/login/{id}/password"), &[("csrf", &again.csrf()), ("password", "Hank-Passw0rd")]).await;
+    assert!(r.html.contains("The login name or the password is wrong."), "{}", r.html);
+    // ... and the other way round.
+    let b = Browser::new(srv);
+    let (id, page) = start(srv, &b, &[]).await;
+    let named = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "nobody")]).await;
+    let r = b.sign_in(&id, &named, "hank@example.com", "Hank-Passw0rd").await;
+    assert_eq!(r.status, 303, "{}", r.html);
+});
 
 on_both!(wrong_passwords_lockout_and_no_enumeration, |srv| {
     human(srv, "alice", "Wonder-land1").await;
@@ -408,8 +446,8 @@ on_both!(no_password_yet_tells_nothing_about_the_account, |srv| {
         assert_eq!(wrong, &pages[0].2, "a wrong code for {name}");
     }
     outbox_code(srv, "gina@example.com").await;
-    assert_eq!(mails_to(srv, "gina@example.com"), 1);
-    assert_eq!(mails_to(srv, "fred@example.com"), 0, "no code for a user who has a password");
+    assert_eq!(srv.outbox_to("gina@example.com").len(), 1);
+    assert_eq!(srv.outbox_to("fred@example.com").len(), 0, "no code for a user who has a password");
     // fred's password still works, and the request is only offered at the password step.
     let b = Browser::new(srv);
     let (id, page) = start(srv, &b, &[]).await;
