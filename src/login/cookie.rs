@@ -46,10 +46,13 @@ pub fn existing(headers: &HeaderMap, secure: bool) -> Option<Browser> {
 
 /// The browser cookie of `headers`, or a new one.
 pub fn get_or_create(headers: &HeaderMap, secure: bool) -> Browser {
-    existing(headers, secure).unwrap_or_else(|| {
-        let value = secret::new_secret();
-        Browser { key: secret::digest(&value), value, is_new: true }
-    })
+    existing(headers, secure).unwrap_or_else(fresh)
+}
+
+/// A new browser id, to be set on the response.
+pub fn fresh() -> Browser {
+    let value = secret::new_secret();
+    Browser { key: secret::digest(&value), value, is_new: true }
 }
 
 impl Browser {

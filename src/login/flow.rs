@@ -52,6 +52,11 @@ pub struct Progress {
     pub init_requested: bool,
     /// An existing session chosen on the account page (no new authentication needed).
     pub sso_session: Option<String>,
+    /// The browser got its cookie with this request (an id latch chose a moment ago), so a
+    /// sign-in need not renew it; a cookie the browser brought is renewed at sign-in
+    /// ([`finish`]). Requests stored before this field read false: renewed.
+    #[serde(default)]
+    pub new_browser: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -391,7 +396,26 @@ pub fn not_signing_in(t: &'static Texts, u: &User) -> Option<&'static str> {
 }
 
 /// Every step is done: create or renew the session, retire the request, answer the client.
-pub async fn finish(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap) -> Response {
+/// After a new authentication a browser that brought its cookie to this request gets a new one,
+/// and its sessions and pending requests move to it: a cookie value that was planted in the
+/// browser beforehand (session fixation) then names no session. The new cookie goes on whatever
+/// the answer is once the move is done.
+pub async fn finish(state: &AppState, c: &mut Conn, mut f: Flow, headers: &HeaderMap) -> Response {
+    let renew = f.progress.sso_session.is_none() && !f.progress.new_browser && f.user.is_some();
+    if !renew {
+        return finish_for(state, c, f, headers).await;
+    }
+    let renewed = cookie::fresh();
+    if let Err(e) = session::move_browser(c, &f.browser.key, &renewed.key).await {
+        return store_fail(f.t, headers, e);
+    }
+    f.browser = renewed.clone();
+    let mut r = finish_for(state, c, f, headers).await;
+    renewed.set_on(r.headers_mut(), state.settings.secure_cookies);
+    r
+}
+
+async fn finish_for(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap) -> Response {
     let t = f.t;
     let Some(u) = f.user.clone() else {
         return fail(t, headers, StatusCode::BAD_REQUEST, t.err_form);

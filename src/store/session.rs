@@ -100,6 +100,22 @@ pub async fn upsert(c: &mut Conn, n: &NewSession) -> Result<Session> {
     Session::try_from(SessionRow::from_row(&row)?)
 }
 
+/// Moves everything bound to browser `from` (its sessions and its pending requests) to browser
+/// `to`: a sign-in gives the browser a new cookie, so that a cookie value someone planted before
+/// (session fixation) names nothing afterwards. One statement on PostgreSQL (a data-modifying
+/// CTE); on SQLite two, in one hop to the connection's thread.
+pub async fn move_browser(c: &mut Conn, from: &[u8], to: &[u8]) -> Result<()> {
+    const SESSIONS: &str = "UPDATE session SET ua_key = $2 WHERE ua_key = $1";
+    const REQUESTS: &str = "UPDATE auth_request SET ua_key = $2 WHERE ua_key = $1";
+    let sql = if c.backend_name() == "PostgreSQL" {
+        format!("WITH moved AS ({SESSIONS}) {REQUESTS}")
+    } else {
+        format!("{SESSIONS}; {REQUESTS}")
+    };
+    sqlx::query(&sql).bind(from.to_vec()).bind(to.to_vec()).execute(&mut *c).await?;
+    Ok(())
+}
+
 /// The live sessions of a browser, oldest first.
 pub async fn of_browser(c: &mut Conn, ua_key: &[u8], now: i64) -> Result<Vec<Session>> {
     let rows: Vec<SessionRow> = sqlx::query_as(&format!(

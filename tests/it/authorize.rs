@@ -7,7 +7,7 @@ use crate::on_both;
 
 const CB: &str = "https://app.example.com/cb";
 
-fn code_query<'a>(client_id: &'a str, challenge: &'a str) -> Vec<(&'a str, &'a str)> {
+pub fn code_query<'a>(client_id: &'a str, challenge: &'a str) -> Vec<(&'a str, &'a str)> {
     vec![
         ("client_id", client_id),
         ("redirect_uri", CB),

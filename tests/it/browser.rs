@@ -70,6 +70,19 @@ impl Browser {
         Browser { client, base: base.to_string(), accept_language: None }
     }
 
+    /// A browser that already holds `cookie` (`name=value`) for latch's host, as if something
+    /// else had put it there.
+    pub fn with_cookie(srv: &TestServer, cookie: &str) -> Self {
+        let jar = std::sync::Arc::new(reqwest::cookie::Jar::default());
+        jar.add_cookie_str(&format!("{cookie}; Path=/"), &srv.base.parse().unwrap());
+        let client = reqwest::Client::builder()
+            .cookie_provider(jar)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        Browser { client, base: srv.base.clone(), accept_language: None }
+    }
+
     fn url(&self, path_or_url: &str) -> String {
         if path_or_url.starts_with("http") { path_or_url.to_string() } else { format!("{}{}", self.base, path_or_url) }
     }

@@ -111,6 +111,50 @@ on_both!(a_login_name_is_a_user_name_a_domain_login_or_an_address, |srv| {
     assert_eq!(r.status, 303, "{}", r.html);
 });
 
+on_both!(a_sign_in_renews_a_cookie_the_browser_brought, |srv| {
+    human(srv, "kim", "Kim-Passw0rd1").await;
+    human(srv, "lee", "Lee-Passw0rd1").await;
+    let (client_id, _, _) = oidc_app(srv, json!({})).await;
+    let (_, challenge) = pkce();
+    let query = |extra: &[(&'static str, &'static str)]| {
+        let mut q = crate::authorize::code_query(&client_id, &challenge);
+        q.extend_from_slice(extra);
+        q
+    };
+    // Someone able to put a cookie into the victim's browser knows its value (session fixation).
+    let planted = format!("latch_ua={}", "P".repeat(43));
+    let victim = Browser::with_cookie(srv, &planted);
+    let (id, page) = victim.authorize(&query(&[])).await;
+    let r = victim.sign_in(&id.expect("a login page"), &page, "kim", "Kim-Passw0rd1").await;
+    assert_eq!(r.status, 303, "{}", r.html);
+    let renewed = r.header("set-cookie").expect("a new cookie at sign-in").to_string();
+    assert!(renewed.starts_with("latch_ua=") && !renewed.starts_with(&planted), "{renewed}");
+    assert!(renewed.contains("HttpOnly") && renewed.contains("SameSite=Lax"), "{renewed}");
+    // The planted value names no session; the browser's new cookie names kim's.
+    let attacker = Browser::with_cookie(srv, &planted);
+    let (_, r) = attacker.authorize(&query(&[("prompt", "none")])).await;
+    assert_eq!(param(&r.redirect_params(), "error"), Some("login_required"));
+    let (_, r) = victim.authorize(&query(&[("prompt", "none")])).await;
+    assert!(param(&r.redirect_params(), "code").is_some(), "{:?}", r.location);
+    // A second account in the same browser: the cookie is renewed again and kim's session moves
+    // with it, so both accounts are on the account page.
+    let (id, page) = victim.authorize(&query(&[("prompt", "login")])).await;
+    let r = victim.sign_in(&id.expect("a login page"), &page, "lee", "Lee-Passw0rd1").await;
+    assert_eq!(r.status, 303, "{}", r.html);
+    let again = r.header("set-cookie").expect("renewed again").to_string();
+    assert_ne!(again.split(';').next(), renewed.split(';').next());
+    let (_, accounts) = victim.authorize(&query(&[("prompt", "select_account")])).await;
+    assert!(accounts.html.contains("kim") && accounts.html.contains("lee"), "{}", accounts.html);
+    // A browser whose cookie latch set with this very request keeps it at sign-in.
+    let fresh = Browser::new(srv);
+    let (id, page) = fresh.authorize(&query(&[])).await;
+    let r = fresh.sign_in(&id.expect("a login page"), &page, "kim", "Kim-Passw0rd1").await;
+    assert_eq!(r.status, 303, "{}", r.html);
+    assert!(r.header("set-cookie").is_none(), "{:?}", r.header("set-cookie"));
+    let (_, r) = fresh.authorize(&query(&[("prompt", "none")])).await;
+    assert!(param(&r.redirect_params(), "code").is_some(), "{:?}", r.location);
+});
+
 on_both!(wrong_passwords_lockout_and_no_enumeration, |srv| {
     human(srv, "alice", "Wonder-land1").await;
     srv.put("/admin/v1/policies/password/lockout", json!({"maxPasswordAttempts": 3})).await.ok();
