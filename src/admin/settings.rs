@@ -13,6 +13,7 @@ use crate::domain::enums::PasswordlessType;
 use crate::domain::roles::Permission;
 use crate::domain::settings::{LockoutPolicy, LoginPolicy, OidcSettings, PasswordComplexityPolicy, SecurityPolicy};
 use crate::domain::validate;
+use crate::store::Conn;
 use crate::store::setting::{self, INSTANCE, Loaded, Setting};
 
 fn read_details<T>(l: &Loaded<T>) -> Details {
@@ -31,6 +32,22 @@ async fn save<T: Setting>(state: &AppState, value: &T) -> ApiResult<Json<Details
     let now = state.clock.now();
     let mut c = state.db.conn().await?;
     setting::save(&mut c, INSTANCE, value, now).await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, "") }))
+}
+
+/// Changes setting `T` with `edit` in one write transaction that holds the setting
+/// ([`setting::load_locked`]): two partial updates at once (each keeps what it does not name)
+/// run one after the other instead of one undoing the other. An error of `edit` writes nothing.
+async fn change<T: Setting>(
+    state: &AppState,
+    edit: impl AsyncFnOnce(&mut Conn, &mut T) -> ApiResult<()>,
+) -> ApiResult<Json<DetailsResponse>> {
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let mut value = setting::load_locked::<T>(&mut tx, INSTANCE, now).await?.value;
+    edit(&mut tx, &mut value).await?;
+    setting::save(&mut tx, INSTANCE, &value, now).await?;
+    tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::changed(now, "") }))
 }
 
@@ -91,40 +108,41 @@ pub async fn put_oidc(
     ApiJson(req): ApiJson<PutOidcRequest>,
 ) -> ApiResult<Json<DetailsResponse>> {
     caller.require(Permission::IamWrite)?;
-    let mut v = load::<OidcSettings>(&state).await?.value;
-    let longest_before = v.longest_signed_token();
-    let r = "UpdateOIDCSettingsRequest";
-    for (field, given, target, max) in [
-        ("accessTokenLifetime", req.access_token_lifetime, &mut v.access_token_lifetime, YEAR),
-        ("idTokenLifetime", req.id_token_lifetime, &mut v.id_token_lifetime, YEAR),
-        (
-            "refreshTokenIdleExpiration",
-            req.refresh_token_idle_expiration,
-            &mut v.refresh_token_idle_expiration,
-            10 * YEAR,
-        ),
-        ("refreshTokenExpiration", req.refresh_token_expiration, &mut v.refresh_token_expiration, 10 * YEAR),
-    ] {
-        if let Some(secs) = given {
-            if secs < 1 || secs > max {
-                return Err(ApiError::invalid(format!("invalid {r}.{field}: must be between 1s and {max}s")));
+    change::<OidcSettings>(&state, async |c, v| {
+        let longest_before = v.longest_signed_token();
+        let r = "UpdateOIDCSettingsRequest";
+        for (field, given, target, max) in [
+            ("accessTokenLifetime", req.access_token_lifetime, &mut v.access_token_lifetime, YEAR),
+            ("idTokenLifetime", req.id_token_lifetime, &mut v.id_token_lifetime, YEAR),
+            (
+                "refreshTokenIdleExpiration",
+                req.refresh_token_idle_expiration,
+                &mut v.refresh_token_idle_expiration,
+                10 * YEAR,
+            ),
+            ("refreshTokenExpiration", req.refresh_token_expiration, &mut v.refresh_token_expiration, 10 * YEAR),
+        ] {
+            if let Some(secs) = given {
+                if secs < 1 || secs > max {
+                    return Err(ApiError::invalid(format!("invalid {r}.{field}: must be between 1s and {max}s")));
+                }
+                *target = secs;
             }
-            *target = secs;
         }
-    }
-    if v.refresh_token_idle_expiration > v.refresh_token_expiration {
-        return Err(ApiError::invalid(format!(
-            "invalid {r}.refreshTokenIdleExpiration: must not be longer than refreshTokenExpiration"
-        )));
-    }
-    if v.longest_signed_token() < longest_before {
-        // First: the tokens signed so far keep their expiry, so their keys must stay published,
-        // and revocations written later must outlast them.
-        let mut c = state.db.conn().await?;
-        state.keys.keep_for_lifetime(&mut c, longest_before).await?;
-        v.signed_tokens_valid_until = v.signed_tokens_valid_until.max(state.clock.now() + longest_before);
-    }
-    save(&state, &v).await
+        if v.refresh_token_idle_expiration > v.refresh_token_expiration {
+            return Err(ApiError::invalid(format!(
+                "invalid {r}.refreshTokenIdleExpiration: must not be longer than refreshTokenExpiration"
+            )));
+        }
+        if v.longest_signed_token() < longest_before {
+            // The tokens signed so far keep their expiry, so their keys must stay published, and
+            // revocations written later must outlast them (committed with the settings).
+            state.keys.keep_for_lifetime(c, longest_before).await?;
+            v.signed_tokens_valid_until = v.signed_tokens_valid_until.max(state.clock.now() + longest_before);
+        }
+        Ok(())
+    })
+    .await
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, utoipa::ToSchema)]
@@ -276,9 +294,11 @@ pub async fn put_login(
     ApiJson(req): ApiJson<LoginPolicyDoc>,
 ) -> ApiResult<Json<DetailsResponse>> {
     caller.require(Permission::IamPolicyWrite)?;
-    let current = load::<LoginPolicy>(&state).await?.value;
-    let p = req.to_policy("UpdateLoginPolicyRequest", &current)?;
-    save(&state, &p).await
+    change::<LoginPolicy>(&state, async |_, p| {
+        *p = req.to_policy("UpdateLoginPolicyRequest", p)?;
+        Ok(())
+    })
+    .await
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

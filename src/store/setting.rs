@@ -35,6 +35,35 @@ pub async fn load<T: Setting>(c: &mut Conn, owner_id: &str) -> Result<Loaded<T>>
     })
 }
 
+/// [`load`] inside a write transaction, holding the setting until the transaction ends: on
+/// SQLite the transaction's write lock does (`BEGIN IMMEDIATE`, [`super::Db::begin`]); on
+/// PostgreSQL the row's lock (`FOR UPDATE`), with the defaults stored first when the setting was
+/// never set, so that there is a row to lock. Two partial updates at once then run one after
+/// the other, the second reading what the first wrote, instead of one undoing the other. The
+/// row stored for the lock is the defaults and goes with a rollback.
+pub async fn load_locked<T: Setting>(tx: &mut Conn, owner_id: &str, now: i64) -> Result<Loaded<T>> {
+    if tx.backend_name() != "PostgreSQL" {
+        return load(tx, owner_id).await;
+    }
+    sqlx::query(
+        "INSERT INTO setting (owner_id, kind, body, created_at, changed_at) VALUES ($1, $2, $3, $4, $4) \
+         ON CONFLICT (owner_id, kind) DO NOTHING",
+    )
+    .bind(owner_id)
+    .bind(T::KIND)
+    .bind(to_json(&T::default()))
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    let (body, created, changed): (String, i64, i64) =
+        sqlx::query_as("SELECT body, created_at, changed_at FROM setting WHERE owner_id = $1 AND kind = $2 FOR UPDATE")
+            .bind(owner_id)
+            .bind(T::KIND)
+            .fetch_one(&mut *tx)
+            .await?;
+    Ok(Loaded { value: from_json(&format!("setting {}", T::KIND), &body)?, times: Some((created, changed)) })
+}
+
 pub async fn save<T: Setting>(c: &mut Conn, owner_id: &str, value: &T, now: i64) -> Result<()> {
     sqlx::query(
         "INSERT INTO setting (owner_id, kind, body, created_at, changed_at) VALUES ($1, $2, $3, $4, $4) \

@@ -81,15 +81,17 @@ pub async fn set(
 ) -> ApiResult<Json<SetFeaturesResponse>> {
     caller.require(Permission::FeatureWrite)?;
     let now = state.clock.now();
-    let mut c = state.db.conn().await?;
-    let mut f = setting::load::<Features>(&mut c, INSTANCE).await?.value;
+    // Flags left out keep their value, also when another request sets them at the same time.
+    let mut tx = state.db.begin().await?;
+    let mut f = setting::load_locked::<Features>(&mut tx, INSTANCE, now).await?.value;
     if req.oidc_token_exchange.is_some() {
         f.oidc_token_exchange = req.oidc_token_exchange;
     }
     if req.enable_back_channel_logout.is_some() {
         f.enable_back_channel_logout = req.enable_back_channel_logout;
     }
-    setting::save(&mut c, INSTANCE, &f, now).await?;
+    setting::save(&mut tx, INSTANCE, &f, now).await?;
+    tx.commit().await?;
     Ok(changed(now))
 }
 

@@ -25,6 +25,36 @@ on_both!(oidc_settings, |srv| {
     assert_eq!(r.ok()["settings"]["accessTokenLifetime"], "3600s", "a refused update changes nothing");
 });
 
+on_both!(two_partial_updates_at_once_keep_each_others_fields, |srv| {
+    use latch::domain::settings::OidcSettings;
+    use latch::store::setting::{self, INSTANCE};
+    // One update has read the settings and not yet written them back ...
+    let mut first = srv.state.db.begin().await.unwrap();
+    let mut v = setting::load_locked::<OidcSettings>(&mut first, INSTANCE, 0).await.unwrap().value;
+    v.access_token_lifetime = 111;
+    // ... when another changes a different field through the API: it waits for the first and
+    // then reads what the first wrote, so neither change is lost.
+    let committed = std::sync::Mutex::new(None);
+    let (second, ()) = tokio::join!(
+        async {
+            let r = srv.put("/admin/v1/settings/oidc", json!({"idTokenLifetime": "222s"})).await;
+            (r, std::time::Instant::now())
+        },
+        async {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            setting::save(&mut first, INSTANCE, &v, 0).await.unwrap();
+            first.commit().await.unwrap();
+            *committed.lock().unwrap() = Some(std::time::Instant::now());
+        }
+    );
+    let (r, answered) = second;
+    r.ok();
+    assert!(answered >= committed.lock().unwrap().unwrap(), "the second update waited for the first");
+    let s = srv.get("/admin/v1/settings/oidc").await.ok()["settings"].clone();
+    assert_eq!(s["accessTokenLifetime"], "111s");
+    assert_eq!(s["idTokenLifetime"], "222s");
+});
+
 on_both!(policies, |srv| {
     let r = srv.get("/admin/v1/policies/login").await;
     let p = r.ok()["policy"].clone();
