@@ -52,11 +52,6 @@ pub struct Progress {
     pub init_requested: bool,
     /// An existing session chosen on the account page (no new authentication needed).
     pub sso_session: Option<String>,
-    /// The browser got its cookie with this request (an id latch chose a moment ago), so a
-    /// sign-in need not renew it; a cookie the browser brought is renewed at sign-in
-    /// ([`finish`]). Requests stored before this field read false: renewed.
-    #[serde(default)]
-    pub new_browser: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,11 +150,10 @@ impl Flow {
         self.progress.login_name = Some(name.to_string());
         let progress = to_json(&self.progress);
         self.user = auth_request::name_user(c, &self.row.auth_request_id, name, &progress).await?;
-        if self.user.is_none() {
+        if self.user.is_none() && name.contains('@') {
             self.user = user::find_by_domain_or_email(c, name).await?;
-            if self.user.is_some() {
-                self.save(c).await?;
-            }
+            // Written whether or not the name means someone, so that both take the same steps.
+            self.save(c).await?;
         }
         Ok(())
     }
@@ -396,47 +390,53 @@ pub fn not_signing_in(t: &'static Texts, u: &User) -> Option<&'static str> {
 }
 
 /// Every step is done: create or renew the session, retire the request, answer the client.
-/// After a new authentication a browser that brought its cookie to this request gets a new one,
-/// and its sessions and pending requests move to it: a cookie value that was planted in the
-/// browser beforehand (session fixation) then names no session. The new cookie goes on whatever
-/// the answer is once the move is done.
+/// After a new authentication the browser gets a new cookie, and its sessions and pending
+/// requests move to it: a cookie value that someone else knows (planted in the browser, or taken
+/// from an authorization request they started and then had the person finish) names no session
+/// afterwards. The new cookie goes on the answer once the move is done.
 pub async fn finish(state: &AppState, c: &mut Conn, mut f: Flow, headers: &HeaderMap) -> Response {
-    let renew = f.progress.sso_session.is_none() && !f.progress.new_browser && f.user.is_some();
-    if !renew {
-        return finish_for(state, c, f, headers).await;
+    if f.progress.sso_session.is_some() || f.user.is_none() {
+        return finish_as(state, c, f, headers, None).await.0;
     }
-    let renewed = cookie::fresh();
-    if let Err(e) = session::move_browser(c, &f.browser.key, &renewed.key).await {
-        return store_fail(f.t, headers, e);
-    }
+    let (from, renewed) = (f.browser.key.clone(), cookie::fresh());
     f.browser = renewed.clone();
-    let mut r = finish_for(state, c, f, headers).await;
-    renewed.set_on(r.headers_mut(), state.settings.secure_cookies);
+    let (mut r, moved) = finish_as(state, c, f, headers, Some(&from)).await;
+    if moved {
+        renewed.set_on(r.headers_mut(), state.settings.secure_cookies);
+    }
     r
 }
 
-async fn finish_for(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap) -> Response {
+/// [`finish`], moving the browser from key `from` to the flow's (new) browser when given;
+/// answers whether the browser moved (only then does it need the new cookie).
+async fn finish_as(
+    state: &AppState,
+    c: &mut Conn,
+    f: Flow,
+    headers: &HeaderMap,
+    from: Option<&[u8]>,
+) -> (Response, bool) {
     let t = f.t;
     let Some(u) = f.user.clone() else {
-        return fail(t, headers, StatusCode::BAD_REQUEST, t.err_form);
+        return (fail(t, headers, StatusCode::BAD_REQUEST, t.err_form), false);
     };
     // The user as read by this request: one locked or deactivated since an earlier step (too
     // many wrong second-factor codes, or through the API) gets no session and nothing issued.
     if let Some(msg) = not_signing_in(t, &u) {
-        return fail(t, headers, StatusCode::FORBIDDEN, msg);
+        return (fail(t, headers, StatusCode::FORBIDDEN, msg), false);
     }
     let now = state.clock.now();
-    let sess = match &f.progress.sso_session {
-        Some(sid) => match session::get(c, sid).await {
+    let sess = match (&f.progress.sso_session, from) {
+        (Some(sid), _) => match session::get(c, sid).await {
             Ok(Some(s)) if s.user_id == u.user_id && s.expires_at > now && s.auth_time >= u.tokens_valid_from => s,
-            Ok(_) => return fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired),
-            Err(e) => return store_fail(t, headers, e),
+            Ok(_) => return (fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired), false),
+            Err(e) => return (store_fail(t, headers, e), false),
         },
-        None => {
+        (None, from) => {
             let auth_time = f.progress.password_at.unwrap_or(now);
             let lifetime = match state.cache.login_policy(c).await {
                 Ok(p) => p.password_check_lifetime,
-                Err(e) => return store_fail(t, headers, e),
+                Err(e) => return (store_fail(t, headers, e), false),
             };
             let amr = if f.progress.amr.is_empty() { vec!["pwd".to_string()] } else { f.progress.amr.clone() };
             let new = session::NewSession {
@@ -448,23 +448,30 @@ async fn finish_for(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap
                 now,
                 expires_at: auth_time + lifetime,
             };
+            let from = from.unwrap_or(&f.row.ua_key);
             if f.params.response_type == ResponseType::Code {
-                return finish_with_code(state, c, &f, u, new, headers).await;
+                return finish_with_code(state, c, &f, u, new, from, headers).await;
+            }
+            match session::move_browser(c, &f.row.auth_request_id, from, &new.ua_key).await {
+                Ok(true) => {}
+                Ok(false) => return (fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired), false),
+                Err(e) => return (store_fail(t, headers, e), false),
             }
             match session::upsert(c, &new).await {
                 Ok(s) => s,
-                Err(e) => return store_fail(t, headers, e),
+                Err(e) => return (store_fail(t, headers, e), true),
             }
         }
     };
+    let moved = from.is_some();
     match auth_request::delete(c, &f.row.auth_request_id).await {
         Ok(true) => {}
-        Ok(false) => return fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired),
-        Err(e) => return store_fail(t, headers, e),
+        Ok(false) => return (fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired), moved),
+        Err(e) => return (store_fail(t, headers, e), moved),
     }
     match authorize::complete(state, c, t, &f.params, &f.client, u, &sess).await {
-        Ok(r) => r,
-        Err(e) => store_fail(t, headers, e),
+        Ok(r) => (r, moved),
+        Err(e) => (store_fail(t, headers, e), moved),
     }
 }
 
@@ -477,31 +484,34 @@ async fn finish_with_code(
     f: &Flow,
     u: User,
     new: session::NewSession,
+    from: &[u8],
     headers: &HeaderMap,
-) -> Response {
+) -> (Response, bool) {
     let t = f.t;
     let subject = match authorize::subject(state, c, u).await {
         Ok(Some(s)) => s,
-        Ok(None) => return pages::error_page(t, StatusCode::BAD_REQUEST, "the account has no organization", ""),
-        Err(e) => return store_fail(t, headers, e),
+        Ok(None) => {
+            return (pages::error_page(t, StatusCode::BAD_REQUEST, "the account has no organization", ""), false);
+        }
+        Err(e) => return (store_fail(t, headers, e), false),
     };
     let scopes = claims::filter_org_scopes(&subject, &f.params.scopes());
     let user_id = subject.user.user_id.as_str();
     let code = IssuedCode::new(state, &f.params, &f.client, user_id, &scopes, &new.as_new());
-    let (session, code) = match signin::finish(c, &f.row.auth_request_id, &new, &code.row()).await {
-        Ok(Finished::RequestGone) => return fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired),
+    let (session, code) = match signin::finish(c, &f.row.auth_request_id, from, &new, &code.row()).await {
+        Ok(Finished::RequestGone) => return (fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired), false),
         Ok(Finished::Done { session, code_stored: true }) => (session, code),
         Ok(Finished::Done { session, code_stored: false }) => {
             let code = IssuedCode::new(state, &f.params, &f.client, user_id, &scopes, &session);
             if let Err(e) = code::insert(c, &code.row()).await {
-                return store_fail(t, headers, e);
+                return (store_fail(t, headers, e), true);
             }
             (session, code)
         }
-        Err(e) => return store_fail(t, headers, e),
+        Err(e) => return (store_fail(t, headers, e), false),
     };
     if let Err(e) = crate::oidc::backchannel::note(c, &f.client, &session).await {
-        return store_fail(t, headers, e);
+        return (store_fail(t, headers, e), true);
     }
-    authorize::code_response(state, t, &f.params, code.value)
+    (authorize::code_response(state, t, &f.params, code.value), true)
 }

@@ -100,20 +100,38 @@ pub async fn upsert(c: &mut Conn, n: &NewSession) -> Result<Session> {
     Session::try_from(SessionRow::from_row(&row)?)
 }
 
-/// Moves everything bound to browser `from` (its sessions and its pending requests) to browser
-/// `to`: a sign-in gives the browser a new cookie, so that a cookie value someone planted before
-/// (session fixation) names nothing afterwards. One statement on PostgreSQL (a data-modifying
-/// CTE); on SQLite two, in one hop to the connection's thread.
-pub async fn move_browser(c: &mut Conn, from: &[u8], to: &[u8]) -> Result<()> {
-    const SESSIONS: &str = "UPDATE session SET ua_key = $2 WHERE ua_key = $1";
-    const REQUESTS: &str = "UPDATE auth_request SET ua_key = $2 WHERE ua_key = $1";
+/// Moves what browser `from` holds (its sessions and its other pending requests, in other
+/// tabs) and request `request_id` itself to browser `to`, if that request is still bound to
+/// `from`; answers whether it was (when not, nothing moves: the request is gone, or another
+/// tab's sign-in renewed the cookie first and took the request with it). A sign-in gives the
+/// browser a new cookie this way, so that a cookie value someone else knows (planted in the
+/// browser, or taken from an authorization request they started themselves) names nothing
+/// afterwards. One statement on PostgreSQL (a data-modifying CTE); on SQLite three, in one hop
+/// to the connection's thread.
+pub async fn move_browser(c: &mut Conn, request_id: &str, from: &[u8], to: &[u8]) -> Result<bool> {
+    let [sessions, others] = moves("$1", "$2", "$3");
+    let own = "UPDATE auth_request SET ua_key = $2 WHERE auth_request_id = $3 AND ua_key = $1";
     let sql = if c.backend_name() == "PostgreSQL" {
-        format!("WITH moved AS ({SESSIONS}) {REQUESTS}")
+        format!("WITH s AS ({sessions}), o AS ({others}) {own}")
     } else {
-        format!("{SESSIONS}; {REQUESTS}")
+        format!("{sessions}; {others}; {own}")
     };
-    sqlx::query(&sql).bind(from.to_vec()).bind(to.to_vec()).execute(&mut *c).await?;
-    Ok(())
+    let r = sqlx::query(&sql).bind(from.to_vec()).bind(to.to_vec()).bind(request_id).execute(&mut *c).await?;
+    // The other statements change rows only when the request's own update does.
+    Ok(r.rows_affected() > 0)
+}
+
+/// The two updates that move a browser's sessions and its pending requests but `request` from
+/// key `old` to key `new` (statement parameters such as `$1`), each only while `request` is
+/// still bound to `old`. The request itself is left to the caller: moved, or retired.
+pub(super) fn moves(old: &str, new: &str, request: &str) -> [String; 2] {
+    let bound = format!("EXISTS (SELECT 1 FROM auth_request WHERE auth_request_id = {request} AND ua_key = {old})");
+    [
+        format!("UPDATE session SET ua_key = {new} WHERE ua_key = {old} AND {bound}"),
+        format!(
+            "UPDATE auth_request SET ua_key = {new} WHERE ua_key = {old} AND auth_request_id <> {request} AND {bound}"
+        ),
+    ]
 }
 
 /// The live sessions of a browser, oldest first.

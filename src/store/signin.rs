@@ -1,7 +1,8 @@
-//! The end of a browser sign-in that answers with a code, in one round trip: the pending request
-//! is retired, the browser's session of the user created (or renewed) and the authorization
-//! code stored. As three separate statements these would be three round trips (on SQLite three
-//! hops to the connection's thread) on the path of every password login.
+//! The end of a browser sign-in that answers with a code, in one round trip on SQLite (two on
+//! PostgreSQL): the browser's cookie renewed (its sessions and pending requests moved to the new
+//! one), the pending request retired, the browser's session of the user created (or renewed) and
+//! the authorization code stored. As separate statements these would be five round trips (on
+//! SQLite five hops to the connection's thread) on the path of every password login.
 
 use sqlx::FromRow;
 
@@ -23,11 +24,23 @@ pub enum Finished {
 
 /// Retires request `request_id`, then creates or renews `session`, then stores `code` when the
 /// session is new (`code` names `session.session_id` in its data). Only a retired request leads
-/// to a session, and only a new session to a stored code. One data-modifying CTE on PostgreSQL;
-/// on SQLite three statements that the connection's thread runs in one hop, each tied to the
-/// one before by `changes()` (as [`super::refresh::rotate_live`] does, and for the same reason
-/// without a transaction around them).
-pub async fn finish(c: &mut Conn, request_id: &str, session: &NewSession, code: &NewCode<'_>) -> Result<Finished> {
+/// to a session, and only a new session to a stored code. The browser's cookie is renewed on the
+/// way: the request must still be bound to browser key `from`, and the browser's other sessions
+/// and pending requests move from it to the session's key first ([`super::session::moves`]);
+/// a request no longer bound to `from` (another tab's sign-in renewed the cookie first) counts
+/// as gone. On PostgreSQL the move is one statement ([`super::session::move_browser`]) and the
+/// rest a data-modifying CTE (a CTE that moved the browser's sessions could not also renew the
+/// user's moved session: its upsert would not see the move); on SQLite five statements that the
+/// connection's thread runs in one hop, each write tied to the one before by `changes()` (as
+/// [`super::refresh::rotate_live`] does, and for the same reason without a transaction around
+/// them).
+pub async fn finish(
+    c: &mut Conn,
+    request_id: &str,
+    from: &[u8],
+    session: &NewSession,
+    code: &NewCode<'_>,
+) -> Result<Finished> {
     let (sessions, columns, codes) = (super::session::INSERT_COLUMNS, super::session::COLUMNS, code::INSERT_COLUMNS);
     let upsert = format!("INSERT INTO session ({sessions}) SELECT $2, $3, $4, $5, $6, $7, $7, $8");
     let on_conflict = format!(
@@ -36,6 +49,9 @@ pub async fn finish(c: &mut Conn, request_id: &str, session: &NewSession, code: 
     );
     let store_code = format!("INSERT INTO auth_code ({codes}) SELECT $9, $10, $11, $12, $13, $14, $15, $16, $17");
     let sql = if c.backend_name() == "PostgreSQL" {
+        if !super::session::move_browser(c, request_id, from, &session.ua_key).await? {
+            return Ok(Finished::RequestGone);
+        }
         format!(
             "WITH retired AS (DELETE FROM auth_request WHERE auth_request_id = $1 RETURNING auth_request_id), \
              s AS ({upsert} FROM retired {on_conflict}), \
@@ -43,15 +59,19 @@ pub async fn finish(c: &mut Conn, request_id: &str, session: &NewSession, code: 
              SELECT {columns} FROM s"
         )
     } else {
+        // $18: the key the request must still be bound to; $3 the session's (the new one).
+        let [move_sessions, move_requests] = super::session::moves("$18", "$3", "$1");
         format!(
-            "DELETE FROM auth_request WHERE auth_request_id = $1; \
+            "{move_sessions}; {move_requests}; \
+             DELETE FROM auth_request WHERE auth_request_id = $1 AND ua_key = $18; \
              {upsert} WHERE changes() = 1 {on_conflict}; \
              {store_code} WHERE changes() = 1 AND EXISTS (SELECT 1 FROM session WHERE session_id = $2)"
         )
     };
-    let q = super::session::bind(sqlx::query(&sql).bind(request_id), session);
+    let q = code::bind(super::session::bind(sqlx::query(&sql).bind(request_id), session), code);
+    let q = if c.backend_name() == "PostgreSQL" { q } else { q.bind(from.to_vec()) };
     // fetch_all: on SQLite sqlx's fetch_optional would stop after the first statement.
-    let rows = code::bind(q, code).fetch_all(&mut *c).await?;
+    let rows = q.fetch_all(&mut *c).await?;
     let Some(row) = rows.first() else { return Ok(Finished::RequestGone) };
     let stored = Session::try_from(SessionRow::from_row(row)?)?;
     let code_stored = stored.session_id == session.session_id;

@@ -88,8 +88,10 @@ on_both!(a_login_name_is_a_user_name_a_domain_login_or_an_address, |srv| {
         assert_eq!(r.status, 303, "{name}: {}", r.html);
         assert!(param(&r.redirect_params(), "code").is_some(), "{name}");
     }
-    for name in ["ivy@example.com", "hank@other.example", "hank@"] {
-        let r = sign_in(name, "Ivy-Passw0rd1").await;
+    let r = sign_in("ivy@example.com", "Ivy-Passw0rd1").await;
+    assert!(r.html.contains("The login name or the password is wrong."), "{}", r.html);
+    for name in ["hank@other.example", "hank@", "@latch.127.0.0.1"] {
+        let r = sign_in(name, "Hank-Passw0rd").await;
         assert!(r.html.contains("The login name or the password is wrong."), "{name}: {}", r.html);
     }
     assert_eq!(sign_in("ivy", "Ivy-Passw0rd1").await.status, 303);
@@ -111,7 +113,7 @@ on_both!(a_login_name_is_a_user_name_a_domain_login_or_an_address, |srv| {
     assert_eq!(r.status, 303, "{}", r.html);
 });
 
-on_both!(a_sign_in_renews_a_cookie_the_browser_brought, |srv| {
+on_both!(a_sign_in_renews_the_browser_cookie, |srv| {
     human(srv, "kim", "Kim-Passw0rd1").await;
     human(srv, "lee", "Lee-Passw0rd1").await;
     let (client_id, _, _) = oidc_app(srv, json!({})).await;
@@ -145,13 +147,22 @@ on_both!(a_sign_in_renews_a_cookie_the_browser_brought, |srv| {
     assert_ne!(again.split(';').next(), renewed.split(';').next());
     let (_, accounts) = victim.authorize(&query(&[("prompt", "select_account")])).await;
     assert!(accounts.html.contains("kim") && accounts.html.contains("lee"), "{}", accounts.html);
-    // A browser whose cookie latch set with this very request keeps it at sign-in.
-    let fresh = Browser::new(srv);
-    let (id, page) = fresh.authorize(&query(&[])).await;
-    let r = fresh.sign_in(&id.expect("a login page"), &page, "kim", "Kim-Passw0rd1").await;
+    // A cookie latch set a moment ago is renewed too: whoever started the request knows it.
+    // Here the attacker starts one, keeps the cookie it got and has the victim finish it.
+    let attacker = Browser::new(srv);
+    let q = form_urlencoded::Serializer::new(String::new()).extend_pairs(query(&[])).finish();
+    let started = attacker.get(&format!("/oauth/v2/authorize?{q}")).await;
+    let known =
+        started.header("set-cookie").expect("a cookie for a new browser").split(';').next().unwrap().to_string();
+    let victim = Browser::with_cookie(srv, &known);
+    let page = victim.get(started.location()).await;
+    let r = victim.sign_in(&Browser::request_id(started.location()), &page, "kim", "Kim-Passw0rd1").await;
     assert_eq!(r.status, 303, "{}", r.html);
-    assert!(r.header("set-cookie").is_none(), "{:?}", r.header("set-cookie"));
-    let (_, r) = fresh.authorize(&query(&[("prompt", "none")])).await;
+    let renewed = r.header("set-cookie").expect("a new cookie at sign-in").to_string();
+    assert!(!renewed.starts_with(&known), "{renewed}");
+    let (_, r) = attacker.authorize(&query(&[("prompt", "none")])).await;
+    assert_eq!(param(&r.redirect_params(), "error"), Some("login_required"), "{:?}", r.location);
+    let (_, r) = victim.authorize(&query(&[("prompt", "none")])).await;
     assert!(param(&r.redirect_params(), "code").is_some(), "{:?}", r.location);
 });
 
@@ -639,20 +650,22 @@ async fn https_issuers_get_secure_host_cookies() {
     srv.stop().await;
 }
 
-// The end of a sign-in in one round trip: only a request still pending leads to a session, only
-// a new session to a stored code (a renewed one keeps its id, which the caller's code must
-// name). On SQLite each statement is tied to the one before by changes().
+// The end of a sign-in in one round trip (two on PostgreSQL): only a request still pending and
+// still bound to the browser's old cookie leads to a session, only a new session to a stored
+// code (a renewed one keeps its id, which the caller's code must name), and the browser's
+// sessions and other requests move to its new cookie. On SQLite each statement is tied to the
+// one before by changes().
 on_both!(finishing_a_sign_in_in_the_store_writes_all_or_nothing, |srv| {
     use latch::store::auth_request::{self, AuthRequestRow};
     use latch::store::code::NewCode;
-    use latch::store::session::NewSession;
+    use latch::store::session::{self, NewSession};
     use latch::store::signin::{self, Finished};
     let user_id = human(srv, "alice", "Wonder-land1").await;
     let mut c = srv.state.db.conn().await.unwrap();
     let t = crate::harness::now();
-    let request = |id: &str| AuthRequestRow {
+    let request = |id: &str, browser: &[u8]| AuthRequestRow {
         auth_request_id: id.into(),
-        ua_key: b"browser".to_vec(),
+        ua_key: browser.to_vec(),
         client_id: "client".into(),
         params: "{}".into(),
         csrf_token: "csrf".into(),
@@ -661,9 +674,9 @@ on_both!(finishing_a_sign_in_in_the_store_writes_all_or_nothing, |srv| {
         created_at: t,
         expires_at: t + 600,
     };
-    let session = |id: &str, auth_time: i64| NewSession {
+    let session = |id: &str, auth_time: i64, browser: &[u8]| NewSession {
         session_id: id.into(),
-        ua_key: b"browser".to_vec(),
+        ua_key: browser.to_vec(),
         user_id: user_id.clone(),
         auth_time,
         amr: vec!["pwd".into()],
@@ -687,11 +700,15 @@ on_both!(finishing_a_sign_in_in_the_store_writes_all_or_nothing, |srv| {
             n
         }
     };
-    auth_request::insert(&mut c, &request("r-1")).await.unwrap();
-    auth_request::insert(&mut c, &request("r-2")).await.unwrap();
+    let browser_of = async |c: &mut latch::store::Conn, id: &str| {
+        auth_request::get_with_user(c, id).await.unwrap().map(|(r, _)| r.ua_key)
+    };
+    auth_request::insert(&mut c, &request("r-1", b"b0")).await.unwrap();
+    auth_request::insert(&mut c, &request("r-2", b"b0")).await.unwrap();
 
-    // A new session: request retired, session and code stored.
-    match signin::finish(&mut c, "r-1", &session("s-1", t), &code(b"code-1")).await.unwrap() {
+    // A new session: request retired, session and code stored under the new cookie b1, the
+    // browser's other request moved to it.
+    match signin::finish(&mut c, "r-1", b"b0", &session("s-1", t, b"b1"), &code(b"code-1")).await.unwrap() {
         Finished::Done { session, code_stored } => {
             assert!(code_stored);
             assert_eq!((session.session_id.as_str(), session.user_id.as_str()), ("s-1", user_id.as_str()));
@@ -700,6 +717,8 @@ on_both!(finishing_a_sign_in_in_the_store_writes_all_or_nothing, |srv| {
         other => panic!("{other:?}"),
     }
     assert!(auth_request::get_with_user(&mut c, "r-1").await.unwrap().is_none());
+    assert_eq!(browser_of(&mut c, "r-2").await, Some(b"b1".to_vec()));
+    assert_eq!(session::of_browser(&mut c, b"b1", t).await.unwrap().len(), 1);
     let (data,): (String,) = sqlx::query_as("SELECT data FROM auth_code WHERE code_hash = $1")
         .bind(b"code-1".to_vec())
         .fetch_one(&mut *c)
@@ -707,14 +726,22 @@ on_both!(finishing_a_sign_in_in_the_store_writes_all_or_nothing, |srv| {
         .unwrap();
     assert_eq!(data, r#"{"session":"s-1"}"#);
 
-    // The same request again (a second tab, a replay): nothing is written.
-    let again = signin::finish(&mut c, "r-1", &session("s-x", t + 5), &code(b"code-x")).await.unwrap();
+    // The same request again (a second tab, a replay): nothing is written or moved.
+    let again = signin::finish(&mut c, "r-1", b"b1", &session("s-x", t + 5, b"b9"), &code(b"code-x")).await.unwrap();
     assert!(matches!(again, Finished::RequestGone), "{again:?}");
     assert_eq!((count("session").await, count("auth_code").await), (1, 1));
+    assert_eq!(browser_of(&mut c, "r-2").await, Some(b"b1".to_vec()));
 
-    // The browser signs the same user in again: the session is renewed and keeps its id; the
-    // code offered names another id and is not stored.
-    match signin::finish(&mut c, "r-2", &session("s-2", t + 10), &code(b"code-2")).await.unwrap() {
+    // A tab that still knows the cookie before the last renewal (b0): its request moved on
+    // with the browser, so it counts as gone and nothing is written or moved.
+    let stale = signin::finish(&mut c, "r-2", b"b0", &session("s-y", t + 6, b"b8"), &code(b"code-y")).await.unwrap();
+    assert!(matches!(stale, Finished::RequestGone), "{stale:?}");
+    assert_eq!(browser_of(&mut c, "r-2").await, Some(b"b1".to_vec()));
+    assert_eq!((count("session").await, count("auth_code").await), (1, 1));
+
+    // The browser signs the same user in again: the session moves to the new cookie b2 and is
+    // renewed there, keeping its id; the code offered names another id and is not stored.
+    match signin::finish(&mut c, "r-2", b"b1", &session("s-2", t + 10, b"b2"), &code(b"code-2")).await.unwrap() {
         Finished::Done { session, code_stored } => {
             assert!(!code_stored);
             assert_eq!((session.session_id.as_str(), session.auth_time, session.created_at), ("s-1", t + 10, t));
@@ -722,5 +749,7 @@ on_both!(finishing_a_sign_in_in_the_store_writes_all_or_nothing, |srv| {
         other => panic!("{other:?}"),
     }
     assert!(auth_request::get_with_user(&mut c, "r-2").await.unwrap().is_none());
+    assert!(session::of_browser(&mut c, b"b1", t).await.unwrap().is_empty());
+    assert_eq!(session::of_browser(&mut c, b"b2", t).await.unwrap().len(), 1);
     assert_eq!((count("session").await, count("auth_code").await, count("auth_request").await), (1, 1, 0));
 });

@@ -188,7 +188,7 @@ async fn decide(
         }
     };
     let id = secret::new_secret();
-    let progress = Progress { start, new_browser: browser.is_new, ..Progress::default() };
+    let progress = Progress { start, ..Progress::default() };
     auth_request::insert(
         c,
         &AuthRequestRow {
