@@ -106,26 +106,35 @@ pub async fn upsert(c: &mut Conn, n: &NewSession) -> Result<Session> {
 /// tab's sign-in renewed the cookie first and took the request with it). A sign-in gives the
 /// browser a new cookie this way, so that a cookie value someone else knows (planted in the
 /// browser, or taken from an authorization request they started themselves) names nothing
-/// afterwards. One statement on PostgreSQL (a data-modifying CTE); on SQLite three, in one hop
-/// to the connection's thread.
+/// afterwards. On PostgreSQL one statement that first locks the browser's requests in the order
+/// of their ids (two tabs finishing at once then wait for each other instead of deadlocking, and
+/// the one that waited finds its request moved); on SQLite three statements in one hop to the
+/// connection's thread, the request's own update first.
 pub async fn move_browser(c: &mut Conn, request_id: &str, from: &[u8], to: &[u8]) -> Result<bool> {
-    let [sessions, others] = moves("$1", "$2", "$3");
-    let own = "UPDATE auth_request SET ua_key = $2 WHERE auth_request_id = $3 AND ua_key = $1";
     let sql = if c.backend_name() == "PostgreSQL" {
-        format!("WITH s AS ({sessions}), o AS ({others}) {own}")
+        "WITH locked AS (SELECT auth_request_id FROM auth_request WHERE ua_key = $1 \
+           ORDER BY auth_request_id FOR UPDATE), \
+         own AS (SELECT 1 FROM locked WHERE auth_request_id = $3), \
+         s AS (UPDATE session SET ua_key = $2 WHERE ua_key = $1 AND EXISTS (SELECT 1 FROM own)) \
+         UPDATE auth_request SET ua_key = $2 \
+         WHERE auth_request_id IN (SELECT auth_request_id FROM locked) AND EXISTS (SELECT 1 FROM own)"
+            .to_string()
     } else {
-        format!("{sessions}; {others}; {own}")
+        // The request moves first; the rest follows only where it did (to the new key, which
+        // nothing else can hold), so the count is the request's alone or zero.
+        let [sessions, others] = moves("$1", "$2", "$3", "$2");
+        format!("UPDATE auth_request SET ua_key = $2 WHERE auth_request_id = $3 AND ua_key = $1; {sessions}; {others}")
     };
     let r = sqlx::query(&sql).bind(from.to_vec()).bind(to.to_vec()).bind(request_id).execute(&mut *c).await?;
-    // The other statements change rows only when the request's own update does.
     Ok(r.rows_affected() > 0)
 }
 
 /// The two updates that move a browser's sessions and its pending requests but `request` from
 /// key `old` to key `new` (statement parameters such as `$1`), each only while `request` is
-/// still bound to `old`. The request itself is left to the caller: moved, or retired.
-pub(super) fn moves(old: &str, new: &str, request: &str) -> [String; 2] {
-    let bound = format!("EXISTS (SELECT 1 FROM auth_request WHERE auth_request_id = {request} AND ua_key = {old})");
+/// bound to key `bound` (the old key while the request is still to be retired, the new one once
+/// it has moved). The request itself is left to the caller.
+pub(super) fn moves(old: &str, new: &str, request: &str, bound: &str) -> [String; 2] {
+    let bound = format!("EXISTS (SELECT 1 FROM auth_request WHERE auth_request_id = {request} AND ua_key = {bound})");
     [
         format!("UPDATE session SET ua_key = {new} WHERE ua_key = {old} AND {bound}"),
         format!(

@@ -1,8 +1,8 @@
-//! The end of a browser sign-in that answers with a code, in one round trip on SQLite (two on
-//! PostgreSQL): the browser's cookie renewed (its sessions and pending requests moved to the new
-//! one), the pending request retired, the browser's session of the user created (or renewed) and
-//! the authorization code stored. As separate statements these would be five round trips (on
-//! SQLite five hops to the connection's thread) on the path of every password login.
+//! The end of a browser sign-in that answers with a code, in one round trip: the browser's
+//! cookie renewed (its sessions and pending requests moved to the new one), the pending request
+//! retired, the browser's session of the user created (or renewed) and the authorization code
+//! stored. As separate statements these would be five round trips (on SQLite five hops to the
+//! connection's thread) on the path of every password login.
 
 use sqlx::FromRow;
 
@@ -28,12 +28,13 @@ pub enum Finished {
 /// way: the request must still be bound to browser key `from`, and the browser's other sessions
 /// and pending requests move from it to the session's key first ([`super::session::moves`]);
 /// a request no longer bound to `from` (another tab's sign-in renewed the cookie first) counts
-/// as gone. On PostgreSQL the move is one statement ([`super::session::move_browser`]) and the
-/// rest a data-modifying CTE (a CTE that moved the browser's sessions could not also renew the
-/// user's moved session: its upsert would not see the move); on SQLite five statements that the
-/// connection's thread runs in one hop, each write tied to the one before by `changes()` (as
-/// [`super::refresh::rotate_live`] does, and for the same reason without a transaction around
-/// them).
+/// as gone. On PostgreSQL one data-modifying CTE (the user's own session moved and renewed by
+/// one update, since an upsert would not see a move made by the same statement). On SQLite five
+/// statements that the connection's thread runs in one hop, each write tied to the one before by
+/// `changes()` or by the request's binding (as [`super::refresh::rotate_live`] does, and for the
+/// same reason without a transaction around them; another connection's write may come between
+/// two of them, so two tabs of one browser finishing within microseconds of each other may
+/// leave one of them "gone" and the browser's earlier sessions under the other's cookie).
 pub async fn finish(
     c: &mut Conn,
     request_id: &str,
@@ -49,18 +50,31 @@ pub async fn finish(
     );
     let store_code = format!("INSERT INTO auth_code ({codes}) SELECT $9, $10, $11, $12, $13, $14, $15, $16, $17");
     let sql = if c.backend_name() == "PostgreSQL" {
-        if !super::session::move_browser(c, request_id, from, &session.ua_key).await? {
-            return Ok(Finished::RequestGone);
-        }
+        // $18: the key the request must still be bound to; $3 the session's (the new one). The
+        // browser's requests are locked in the order of their ids first (as in
+        // session::move_browser), and the user's own session is moved and renewed by one update
+        // (an upsert would not see a move made by the same statement).
         format!(
-            "WITH retired AS (DELETE FROM auth_request WHERE auth_request_id = $1 RETURNING auth_request_id), \
-             s AS ({upsert} FROM retired {on_conflict}), \
+            "WITH locked AS (SELECT auth_request_id FROM auth_request WHERE ua_key = $18 \
+               ORDER BY auth_request_id FOR UPDATE), \
+             own AS (SELECT 1 FROM locked WHERE auth_request_id = $1), \
+             retired AS (DELETE FROM auth_request WHERE auth_request_id = $1 AND EXISTS (SELECT 1 FROM own) \
+               RETURNING auth_request_id), \
+             others AS (UPDATE auth_request SET ua_key = $3 WHERE auth_request_id <> $1 \
+               AND auth_request_id IN (SELECT auth_request_id FROM locked) AND EXISTS (SELECT 1 FROM own)), \
+             moved AS (UPDATE session SET ua_key = $3 WHERE ua_key = $18 AND user_id <> $4 \
+               AND EXISTS (SELECT 1 FROM own)), \
+             renewed AS (UPDATE session SET ua_key = $3, auth_time = $5, amr = $6, last_used_at = $7, \
+               expires_at = $8 WHERE ua_key = $18 AND user_id = $4 AND EXISTS (SELECT 1 FROM retired) \
+               RETURNING {columns}), \
+             created AS ({upsert} FROM retired WHERE NOT EXISTS (SELECT 1 FROM renewed) RETURNING {columns}), \
+             s AS (SELECT {columns} FROM renewed UNION ALL SELECT {columns} FROM created), \
              stored AS ({store_code} FROM s WHERE s.session_id = $2) \
              SELECT {columns} FROM s"
         )
     } else {
         // $18: the key the request must still be bound to; $3 the session's (the new one).
-        let [move_sessions, move_requests] = super::session::moves("$18", "$3", "$1");
+        let [move_sessions, move_requests] = super::session::moves("$18", "$3", "$1", "$18");
         format!(
             "{move_sessions}; {move_requests}; \
              DELETE FROM auth_request WHERE auth_request_id = $1 AND ua_key = $18; \
@@ -69,9 +83,8 @@ pub async fn finish(
         )
     };
     let q = code::bind(super::session::bind(sqlx::query(&sql).bind(request_id), session), code);
-    let q = if c.backend_name() == "PostgreSQL" { q } else { q.bind(from.to_vec()) };
     // fetch_all: on SQLite sqlx's fetch_optional would stop after the first statement.
-    let rows = q.fetch_all(&mut *c).await?;
+    let rows = q.bind(from.to_vec()).fetch_all(&mut *c).await?;
     let Some(row) = rows.first() else { return Ok(Finished::RequestGone) };
     let stored = Session::try_from(SessionRow::from_row(row)?)?;
     let code_stored = stored.session_id == session.session_id;

@@ -593,26 +593,22 @@ pub async fn set_email_verified(c: &mut Conn, user_id: &str, now: i64) -> Result
 pub async fn find_by_domain_or_email(c: &mut Conn, login: &str) -> Result<Option<User>> {
     let login = login.trim();
     let Some((name, domain)) = login.rsplit_once('@') else { return Ok(None) };
-    let row: Option<(String,)> = sqlx::query_as(
-        "SELECT a.user_id FROM account a JOIN org_domain d ON d.org_id = a.org_id \
-         WHERE a.username_key = $1 AND d.domain = $2",
-    )
+    // Both lookups run, each reading the whole user, whatever the first finds: a name that means
+    // someone takes the same steps as one that means no one.
+    let by_domain: Option<Row> = sqlx::query_as(&format!(
+        "{SELECT} JOIN org_domain od ON od.org_id = a.org_id WHERE a.username_key = $1 AND od.domain = $2"
+    ))
     .bind(fold(name))
     .bind(domain.to_ascii_lowercase())
     .fetch_optional(&mut *c)
     .await?;
-    if let Some((id,)) = row {
-        return get(c, &id).await;
-    }
-    let rows: Vec<(String,)> =
-        sqlx::query_as("SELECT user_id FROM account WHERE email_key = $1 AND user_type = 1 LIMIT 2")
+    let mut by_address: Vec<Row> =
+        sqlx::query_as(&format!("{SELECT} WHERE a.email_key = $1 AND a.user_type = 1 LIMIT 2"))
             .bind(fold(login))
             .fetch_all(&mut *c)
             .await?;
-    match rows.as_slice() {
-        [(id,)] => get(c, id).await,
-        _ => Ok(None),
-    }
+    let only_one = by_address.len() == 1;
+    Ok(by_domain.or_else(|| by_address.pop().filter(|_| only_one)).map(User::from))
 }
 
 /// Stores (or with `None` removes) a user's TOTP secret, already encrypted.
