@@ -100,45 +100,61 @@ pub async fn upsert(c: &mut Conn, n: &NewSession) -> Result<Session> {
     Session::try_from(SessionRow::from_row(&row)?)
 }
 
-/// Moves what browser `from` holds (its sessions and its other pending requests, in other
-/// tabs) and request `request_id` itself to browser `to`, if that request is still bound to
-/// `from`; answers whether it was (when not, nothing moves: the request is gone, or another
-/// tab's sign-in renewed the cookie first and took the request with it). A sign-in gives the
-/// browser a new cookie this way, so that a cookie value someone else knows (planted in the
-/// browser, or taken from an authorization request they started themselves) names nothing
-/// afterwards. On PostgreSQL one statement that first locks the browser's requests in the order
-/// of their ids (two tabs finishing at once then wait for each other instead of deadlocking, and
-/// the one that waited finds its request moved); on SQLite three statements in one hop to the
-/// connection's thread, the request's own update first.
+/// Moves what browser `from` holds (its pending requests, in other tabs, and its sessions) and
+/// request `request_id` itself to browser `to`, if that request is still bound to `from`;
+/// answers whether it was (when not, nothing moves: the request is gone, or another tab's
+/// sign-in renewed the cookie first and took the request with it). A sign-in gives the browser a
+/// new cookie this way, so that a cookie value someone else knows (planted in the browser, or
+/// taken from an authorization request they started themselves) names nothing afterwards. On
+/// PostgreSQL one statement that first locks all the browser's requests in the order of their
+/// ids (two tabs finishing at once then wait for each other instead of deadlocking, and the one
+/// that waited finds its request moved); on SQLite two statements in one hop to the connection's
+/// thread ([`moves`]).
 pub async fn move_browser(c: &mut Conn, request_id: &str, from: &[u8], to: &[u8]) -> Result<bool> {
     let sql = if c.backend_name() == "PostgreSQL" {
-        "WITH locked AS (SELECT auth_request_id FROM auth_request WHERE ua_key = $1 \
-           ORDER BY auth_request_id FOR UPDATE), \
-         own AS (SELECT 1 FROM locked WHERE auth_request_id = $3), \
-         s AS (UPDATE session SET ua_key = $2 WHERE ua_key = $1 AND EXISTS (SELECT 1 FROM own)) \
-         UPDATE auth_request SET ua_key = $2 \
-         WHERE auth_request_id IN (SELECT auth_request_id FROM locked) AND EXISTS (SELECT 1 FROM own)"
-            .to_string()
+        let locked = locked("$1", "$3");
+        format!(
+            "WITH {locked}, \
+             s AS (UPDATE session SET ua_key = $2 WHERE ua_key = $1 AND EXISTS (SELECT 1 FROM own)) \
+             UPDATE auth_request SET ua_key = $2 \
+             WHERE auth_request_id IN (SELECT auth_request_id FROM locked) AND EXISTS (SELECT 1 FROM own)"
+        )
     } else {
-        // The request moves first; the rest follows only where it did (to the new key, which
-        // nothing else can hold), so the count is the request's alone or zero.
-        let [sessions, others] = moves("$1", "$2", "$3", "$2");
-        format!("UPDATE auth_request SET ua_key = $2 WHERE auth_request_id = $3 AND ua_key = $1; {sessions}; {others}")
+        let [requests, sessions] = moves("$1", "$2", "$3");
+        format!("{requests}; {sessions}")
     };
     let r = sqlx::query(&sql).bind(from.to_vec()).bind(to.to_vec()).bind(request_id).execute(&mut *c).await?;
+    // On SQLite the counts of both statements add up; either both change rows or neither.
     Ok(r.rows_affected() > 0)
 }
 
-/// The two updates that move a browser's sessions and its pending requests but `request` from
-/// key `old` to key `new` (statement parameters such as `$1`), each only while `request` is
-/// bound to key `bound` (the old key while the request is still to be retired, the new one once
-/// it has moved). The request itself is left to the caller.
-pub(super) fn moves(old: &str, new: &str, request: &str, bound: &str) -> [String; 2] {
-    let bound = format!("EXISTS (SELECT 1 FROM auth_request WHERE auth_request_id = {request} AND ua_key = {bound})");
+/// PostgreSQL: the CTEs `locked` (the requests of browser `browser`, locked in the order of their
+/// ids) and `own` (one row when request `request` is among them); statement parameters such as
+/// `$1`. `own` reads all of `locked` before it answers, so every lock is taken before anything is
+/// written.
+pub(super) fn locked(browser: &str, request: &str) -> String {
+    format!(
+        "locked AS (SELECT auth_request_id FROM auth_request WHERE ua_key = {browser} \
+           ORDER BY auth_request_id FOR UPDATE), \
+         own AS (SELECT 1 FROM (SELECT bool_or(auth_request_id = {request}) AS ok FROM locked) x WHERE ok)"
+    )
+}
+
+/// SQLite: the two updates that move a browser from key `old` to key `new` (statement
+/// parameters such as `$1`). The first moves all its pending requests, `request` among them, if
+/// `request` is still bound to `old` (the subquery reads the table once, before the update); it
+/// is the one step that claims the browser, so of two tabs finishing at once only one moves
+/// anything. The second moves the sessions, if `request` is now bound to `new` (a fresh key only
+/// this move can have put there).
+pub(super) fn moves(old: &str, new: &str, request: &str) -> [String; 2] {
     [
-        format!("UPDATE session SET ua_key = {new} WHERE ua_key = {old} AND {bound}"),
         format!(
-            "UPDATE auth_request SET ua_key = {new} WHERE ua_key = {old} AND auth_request_id <> {request} AND {bound}"
+            "UPDATE auth_request SET ua_key = {new} WHERE ua_key = {old} \
+             AND EXISTS (SELECT 1 FROM auth_request WHERE auth_request_id = {request} AND ua_key = {old})"
+        ),
+        format!(
+            "UPDATE session SET ua_key = {new} WHERE ua_key = {old} \
+             AND EXISTS (SELECT 1 FROM auth_request WHERE auth_request_id = {request} AND ua_key = {new})"
         ),
     ]
 }

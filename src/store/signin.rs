@@ -30,11 +30,12 @@ pub enum Finished {
 /// a request no longer bound to `from` (another tab's sign-in renewed the cookie first) counts
 /// as gone. On PostgreSQL one data-modifying CTE (the user's own session moved and renewed by
 /// one update, since an upsert would not see a move made by the same statement). On SQLite five
-/// statements that the connection's thread runs in one hop, each write tied to the one before by
-/// `changes()` or by the request's binding (as [`super::refresh::rotate_live`] does, and for the
-/// same reason without a transaction around them; another connection's write may come between
-/// two of them, so two tabs of one browser finishing within microseconds of each other may
-/// leave one of them "gone" and the browser's earlier sessions under the other's cookie).
+/// statements that the connection's thread runs in one hop: the move of the browser's requests,
+/// which claims the browser ([`super::session::moves`]; of two tabs finishing at once only one
+/// moves anything), then its sessions, then the rest, each tied to the one before by the
+/// request's binding or by `changes()` (as [`super::refresh::rotate_live`] does, and for the
+/// same reason without a transaction around them: a store error between two of them leaves the
+/// browser's sessions under a cookie it does not get, signing it out of them).
 pub async fn finish(
     c: &mut Conn,
     request_id: &str,
@@ -54,10 +55,9 @@ pub async fn finish(
         // browser's requests are locked in the order of their ids first (as in
         // session::move_browser), and the user's own session is moved and renewed by one update
         // (an upsert would not see a move made by the same statement).
+        let locked = super::session::locked("$18", "$1");
         format!(
-            "WITH locked AS (SELECT auth_request_id FROM auth_request WHERE ua_key = $18 \
-               ORDER BY auth_request_id FOR UPDATE), \
-             own AS (SELECT 1 FROM locked WHERE auth_request_id = $1), \
+            "WITH {locked}, \
              retired AS (DELETE FROM auth_request WHERE auth_request_id = $1 AND EXISTS (SELECT 1 FROM own) \
                RETURNING auth_request_id), \
              others AS (UPDATE auth_request SET ua_key = $3 WHERE auth_request_id <> $1 \
@@ -74,10 +74,10 @@ pub async fn finish(
         )
     } else {
         // $18: the key the request must still be bound to; $3 the session's (the new one).
-        let [move_sessions, move_requests] = super::session::moves("$18", "$3", "$1", "$18");
+        let [move_requests, move_sessions] = super::session::moves("$18", "$3", "$1");
         format!(
-            "{move_sessions}; {move_requests}; \
-             DELETE FROM auth_request WHERE auth_request_id = $1 AND ua_key = $18; \
+            "{move_requests}; {move_sessions}; \
+             DELETE FROM auth_request WHERE auth_request_id = $1 AND ua_key = $3; \
              {upsert} WHERE changes() = 1 {on_conflict}; \
              {store_code} WHERE changes() = 1 AND EXISTS (SELECT 1 FROM session WHERE session_id = $2)"
         )

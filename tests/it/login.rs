@@ -766,10 +766,38 @@ on_both!(finishing_a_sign_in_in_the_store_writes_all_or_nothing, |srv| {
         let (x, y) =
             tokio::join!(signin::finish(&mut c1, &ra, &old, &sa, &ka), signin::finish(&mut c2, &rb, &old, &sb, &kb),);
         let (x, y) = (x.unwrap(), y.unwrap());
-        let done = [&x, &y].iter().filter(|f| matches!(f, Finished::Done { .. })).count();
-        let gone = [&x, &y].iter().filter(|f| matches!(f, Finished::RequestGone)).count();
-        assert_eq!((done, gone), (1, 1), "round {round}: {x:?} {y:?}");
+        // The winner's request is retired with a session under its key; the loser's request
+        // moved along with the browser and is still pending; nothing is under the loser's key.
+        let (winner, loser, loser_request) = match (&x, &y) {
+            (Finished::Done { .. }, Finished::RequestGone) => (a, b, &rb),
+            (Finished::RequestGone, Finished::Done { .. }) => (b, a, &ra),
+            _ => panic!("round {round}: {x:?} {y:?}"),
+        };
+        assert_eq!(browser_of(&mut c, loser_request).await, Some(winner.to_vec()), "round {round}");
+        assert_eq!(session::of_browser(&mut c, &winner, t).await.unwrap().len(), 1, "round {round}");
+        assert!(session::of_browser(&mut c, &loser, t).await.unwrap().is_empty(), "round {round}");
+        assert_eq!(count("auth_code").await, 2, "round {round}: code-1 and the winner's");
         sqlx::query("DELETE FROM auth_request").execute(&mut *c).await.unwrap();
-        sqlx::query("DELETE FROM auth_code").execute(&mut *c).await.unwrap();
+        sqlx::query("DELETE FROM auth_code WHERE code_hash <> $1")
+            .bind(b"code-1".to_vec())
+            .execute(&mut *c)
+            .await
+            .unwrap();
     }
+
+    // The same move on its own (the implicit flow's): the browser's sessions and requests go to
+    // the new key only while the request is bound to the old one.
+    auth_request::insert(&mut c, &request("m-1", b"m0")).await.unwrap();
+    auth_request::insert(&mut c, &request("m-2", b"m0")).await.unwrap();
+    session::upsert(&mut c, &session("ms-1", t, b"m0")).await.unwrap();
+    assert!(session::move_browser(&mut c, "m-1", b"m0", b"m1").await.unwrap());
+    assert_eq!(
+        (browser_of(&mut c, "m-1").await, browser_of(&mut c, "m-2").await),
+        (Some(b"m1".to_vec()), Some(b"m1".to_vec()))
+    );
+    assert_eq!(session::of_browser(&mut c, b"m1", t).await.unwrap().len(), 1);
+    assert!(!session::move_browser(&mut c, "m-2", b"m0", b"m2").await.unwrap(), "no longer bound to m0");
+    assert!(!session::move_browser(&mut c, "gone", b"m1", b"m2").await.unwrap(), "no such request");
+    assert_eq!(browser_of(&mut c, "m-2").await, Some(b"m1".to_vec()));
+    assert_eq!(session::of_browser(&mut c, b"m1", t).await.unwrap().len(), 1);
 });
