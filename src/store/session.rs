@@ -108,8 +108,8 @@ pub async fn upsert(c: &mut Conn, n: &NewSession) -> Result<Session> {
 /// taken from an authorization request they started themselves) names nothing afterwards. On
 /// PostgreSQL one statement that first locks all the browser's requests in the order of their
 /// ids (two tabs finishing at once then wait for each other instead of deadlocking, and the one
-/// that waited finds its request moved); on SQLite two statements in one hop to the connection's
-/// thread ([`moves`]).
+/// that waited finds its request moved); on SQLite three statements in one hop to the
+/// connection's thread ([`moves`], then the request itself).
 pub async fn move_browser(c: &mut Conn, request_id: &str, from: &[u8], to: &[u8]) -> Result<bool> {
     let sql = if c.backend_name() == "PostgreSQL" {
         let locked = locked("$1", "$3");
@@ -121,10 +121,13 @@ pub async fn move_browser(c: &mut Conn, request_id: &str, from: &[u8], to: &[u8]
         )
     } else {
         let [requests, sessions] = moves("$1", "$2", "$3");
-        format!("{requests}; {sessions}")
+        format!(
+            "{requests}; {sessions}; UPDATE auth_request SET ua_key = $2 WHERE auth_request_id = $3 AND ua_key = $1"
+        )
     };
     let r = sqlx::query(&sql).bind(from.to_vec()).bind(to.to_vec()).bind(request_id).execute(&mut *c).await?;
-    // On SQLite the counts of both statements add up; either both change rows or neither.
+    // On SQLite the counts of the statements add up: nothing changes unless the request's own
+    // update (the last) does.
     Ok(r.rows_affected() > 0)
 }
 
@@ -141,21 +144,18 @@ pub(super) fn locked(browser: &str, request: &str) -> String {
 }
 
 /// SQLite: the two updates that move a browser from key `old` to key `new` (statement
-/// parameters such as `$1`). The first moves all its pending requests, `request` among them, if
-/// `request` is still bound to `old` (the subquery reads the table once, before the update); it
-/// is the one step that claims the browser, so of two tabs finishing at once only one moves
-/// anything. The second moves the sessions, if `request` is now bound to `new` (a fresh key only
-/// this move can have put there).
+/// parameters such as `$1`), but not `request` itself, each only while `request` is bound to
+/// `old`. The first moves the browser's other pending requests: it claims the browser, since it
+/// moves the request of any other tab finishing at the same moment, whose own statements then
+/// find their request no longer bound to `old` and change nothing. The second moves the
+/// sessions. The subqueries read the table once, before the update.
 pub(super) fn moves(old: &str, new: &str, request: &str) -> [String; 2] {
+    let bound = format!("EXISTS (SELECT 1 FROM auth_request WHERE auth_request_id = {request} AND ua_key = {old})");
     [
         format!(
-            "UPDATE auth_request SET ua_key = {new} WHERE ua_key = {old} \
-             AND EXISTS (SELECT 1 FROM auth_request WHERE auth_request_id = {request} AND ua_key = {old})"
+            "UPDATE auth_request SET ua_key = {new} WHERE ua_key = {old} AND auth_request_id <> {request} AND {bound}"
         ),
-        format!(
-            "UPDATE session SET ua_key = {new} WHERE ua_key = {old} \
-             AND EXISTS (SELECT 1 FROM auth_request WHERE auth_request_id = {request} AND ua_key = {new})"
-        ),
+        format!("UPDATE session SET ua_key = {new} WHERE ua_key = {old} AND {bound}"),
     ]
 }
 

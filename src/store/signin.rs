@@ -30,9 +30,9 @@ pub enum Finished {
 /// a request no longer bound to `from` (another tab's sign-in renewed the cookie first) counts
 /// as gone. On PostgreSQL one data-modifying CTE (the user's own session moved and renewed by
 /// one update, since an upsert would not see a move made by the same statement). On SQLite five
-/// statements that the connection's thread runs in one hop: the move of the browser's requests,
-/// which claims the browser ([`super::session::moves`]; of two tabs finishing at once only one
-/// moves anything), then its sessions, then the rest, each tied to the one before by the
+/// statements that the connection's thread runs in one hop: the move of the browser's other
+/// requests, which claims the browser ([`super::session::moves`]; of two tabs finishing at once
+/// only one moves anything), then its sessions, then the rest, each tied to the one before by the
 /// request's binding or by `changes()` (as [`super::refresh::rotate_live`] does, and for the
 /// same reason without a transaction around them: a store error between two of them leaves the
 /// browser's sessions under a cookie it does not get, signing it out of them).
@@ -77,7 +77,7 @@ pub async fn finish(
         let [move_requests, move_sessions] = super::session::moves("$18", "$3", "$1");
         format!(
             "{move_requests}; {move_sessions}; \
-             DELETE FROM auth_request WHERE auth_request_id = $1 AND ua_key = $3; \
+             DELETE FROM auth_request WHERE auth_request_id = $1 AND ua_key = $18; \
              {upsert} WHERE changes() = 1 {on_conflict}; \
              {store_code} WHERE changes() = 1 AND EXISTS (SELECT 1 FROM session WHERE session_id = $2)"
         )
