@@ -12,8 +12,8 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use crate::config::{Settings, SmtpTls};
 
 /// How long one SMTP command may take before the message counts as not delivered (lettre's
-/// default is a minute). A code's e-mail is sent while the request holds a database connection,
-/// so a mail server that stops answering must not hold it for long.
+/// default is a minute). Messages go out in a task of their own ([`Mailer::dispatch`]), so this
+/// bounds how long such a task lives, not how long a request waits.
 const SMTP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[derive(Clone)]
@@ -50,6 +50,29 @@ impl Mailer {
             builder = builder.credentials(Credentials::new(u.clone(), p.clone()));
         }
         Ok(Mailer::Smtp { transport: builder.build(), from })
+    }
+
+    /// Sends a plain-text message without holding up the caller on a mail server: through SMTP
+    /// in a task of its own (a server that stops answering would otherwise keep the request, and
+    /// the database connection it holds, waiting), into the outbox at once (a local file, so the
+    /// message is there when the answer is). Failures are logged.
+    pub async fn dispatch(&self, to_name: String, to: String, subject: &'static str, body: String) {
+        let log = |e: String, to: &str| tracing::error!(error = %e, to = %to, "sending an e-mail failed");
+        match self {
+            Mailer::Outbox { .. } => {
+                if let Err(e) = self.send(&to_name, &to, subject, &body).await {
+                    log(e, &to);
+                }
+            }
+            Mailer::Smtp { .. } => {
+                let mailer = self.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = mailer.send(&to_name, &to, subject, &body).await {
+                        log(e, &to);
+                    }
+                });
+            }
+        }
     }
 
     /// Sends a plain-text message.

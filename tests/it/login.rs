@@ -629,6 +629,49 @@ on_both!(german_pages_and_security_headers, |srv| {
 });
 
 #[tokio::test]
+async fn a_mail_server_that_does_not_answer_holds_up_no_sign_up() {
+    // A server that takes connections and never says a word: the SMTP client waits for its
+    // greeting until its 10 s timeout.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((s, _)) = silent.accept().await {
+            open.push(s);
+        }
+    });
+    let srv = TestServer::start_with(crate::harness::Backend::Sqlite, |c| {
+        c.smtp.host = Some("127.0.0.1".into());
+        c.smtp.port = Some(u32::from(port));
+        c.smtp.tls = Some("none".into());
+        c.smtp.from = Some("latch <noreply@example.com>".into());
+    })
+    .await;
+    srv.put("/admin/v1/policies/login", json!({"allowUsernamePassword": true, "allowRegister": true})).await.ok();
+    let b = Browser::new(&srv);
+    let (id, page) = start(&srv, &b, &[("prompt", "create")]).await;
+    let csrf = page.csrf();
+    let fields = [
+        ("csrf", csrf.as_str()),
+        ("email", "nora@example.com"),
+        ("first_name", "Nora"),
+        ("last_name", "N"),
+        ("user_name", ""),
+        ("password", "Sign-up-Pw1"),
+        ("password_repeat", "Sign-up-Pw1"),
+    ];
+    let url = format!("/ui/login/{id}/register");
+    let posted = b.post(&url, &fields);
+    // The verification page comes at once; the message waits for the mail server on its own.
+    let page = tokio::time::timeout(std::time::Duration::from_secs(5), posted)
+        .await
+        .expect("the answer came long before the mail server's timeout");
+    assert!(page.html.contains("name=\"code\"") && page.html.contains("nora@example.com"), "{}", page.html);
+    held.abort();
+    srv.stop().await;
+}
+
+#[tokio::test]
 async fn https_issuers_get_secure_host_cookies() {
     let srv =
         TestServer::start_with(crate::harness::Backend::Sqlite, |c| c.external_url = "https://id.example.com".into())
