@@ -21,6 +21,7 @@ pub mod session_client;
 pub mod setting;
 pub mod signin;
 pub mod sqlite_busy;
+mod sqlite_text;
 pub mod token_key;
 pub mod user;
 pub mod user_code;

@@ -337,7 +337,8 @@ unsafe extern "C" fn enable(ctx: *mut ffi::sqlite3_context, _argc: c_int, _argv:
     }
 }
 
-/// The auto-extension: registers `latch_busy_wait()` on a connection being opened.
+/// The auto-extension: registers `latch_busy_wait()` and the Unicode `lower()`
+/// ([`super::sqlite_text`]) on a connection being opened.
 unsafe extern "C" fn register(
     db: *mut ffi::sqlite3,
     _err: *mut *mut c_char,
@@ -346,7 +347,7 @@ unsafe extern "C" fn register(
     // SAFETY: SQLite calls auto-extensions with the connection it is opening. DIRECTONLY keeps
     // the function out of triggers and views.
     unsafe {
-        ffi::sqlite3_create_function_v2(
+        let rc = ffi::sqlite3_create_function_v2(
             db,
             c"latch_busy_wait".as_ptr(),
             0,
@@ -356,7 +357,11 @@ unsafe extern "C" fn register(
             None,
             None,
             None,
-        )
+        );
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        super::sqlite_text::register(db)
     }
 }
 

@@ -58,6 +58,34 @@ on_both!(create_read_and_search_humans, |srv| {
     assert_eq!(r.body["result"][0]["id"], id.as_str());
     let r = search(json!({"queries": [{"emailQuery": {"emailAddress": "BOB@EXAMPLE.COM", "method": "TEXT_QUERY_METHOD_EQUALS_IGNORE_CASE"}}]})).await;
     assert_eq!(r.ok()["result"][0]["id"], bob_id.as_str());
+    // Case is ignored beyond ASCII too (SQLite's own lower() folds only A-Z).
+    let umlaut = json!({"user_name": "ulla", "profile": {"first_name": "Ülla", "last_name": "Müller-Östra"},
+                        "email": {"email": "ulla@example.com"}});
+    let ulla = srv.post("/management/v1/users/human", umlaut).await.ok()["userId"].as_str().unwrap().to_string();
+    for (query, method) in [
+        (
+            json!({"lastNameQuery": {"lastName": "MÜLLER-ÖSTRA", "method": "TEXT_QUERY_METHOD_EQUALS_IGNORE_CASE"}}),
+            "equals",
+        ),
+        (
+            json!({"lastNameQuery": {"lastName": "MÜL", "method": "TEXT_QUERY_METHOD_STARTS_WITH_IGNORE_CASE"}}),
+            "starts",
+        ),
+        (
+            json!({"firstNameQuery": {"firstName": "üLLA", "method": "TEXT_QUERY_METHOD_CONTAINS_IGNORE_CASE"}}),
+            "contains",
+        ),
+    ] {
+        let r = search(json!({"queries": [query]})).await;
+        assert_eq!(r.ok()["details"]["totalResult"], "1", "{method}: {}", r.body);
+        assert_eq!(r.body["result"][0]["id"], ulla.as_str());
+    }
+    let r = search(
+        json!({"queries": [{"lastNameQuery": {"lastName": "MÜLLER-ÖSTRA", "method": "TEXT_QUERY_METHOD_EQUALS"}}]}),
+    )
+    .await;
+    assert_eq!(r.ok()["details"]["totalResult"], "0", "case counts without IGNORE_CASE");
+    srv.delete(&format!("/management/v1/users/{ulla}")).await.ok();
     let r = search(json!({"queries": [{"typeQuery": {"type": "TYPE_HUMAN"}}], "sortingColumn": "USER_FIELD_NAME_USER_NAME", "query": {"asc": true}})).await;
     let names: Vec<_> = r.ok()["result"].as_array().unwrap().iter().map(|u| u["userName"].as_str().unwrap()).collect();
     assert_eq!(names, vec!["admin", "alice", "bob"]);
