@@ -42,14 +42,15 @@ on_both!(two_partial_updates_at_once_keep_each_others_fields, |srv| {
         },
         async {
             tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            // Taken before the commit: the waiting update may answer before this future runs on.
+            *committed.lock().unwrap() = Some(std::time::Instant::now());
             setting::save(&mut first, INSTANCE, &v, 0).await.unwrap();
             first.commit().await.unwrap();
-            *committed.lock().unwrap() = Some(std::time::Instant::now());
         }
     );
     let (r, answered) = second;
     r.ok();
-    assert!(answered >= committed.lock().unwrap().unwrap(), "the second update waited for the first");
+    assert!(answered >= committed.lock().unwrap().unwrap(), "the second update waited for the first to write");
     let s = srv.get("/admin/v1/settings/oidc").await.ok()["settings"].clone();
     assert_eq!(s["accessTokenLifetime"], "111s");
     assert_eq!(s["idTokenLifetime"], "222s");
