@@ -378,9 +378,11 @@ async fn send_messages(state: AppState, user_ids: Vec<String>) {
             failed += 1;
         }
     }
+    // Through SMTP the messages go out in tasks of their own (Mailer::dispatch), which log what
+    // they could not deliver: what is counted here is the codes stored.
     if failed > 0 {
-        tracing::warn!(users = user_ids.len(), failed, "some messages of an import could not be sent");
+        tracing::warn!(users = user_ids.len(), failed, "some codes of an import could not be stored");
     } else {
-        tracing::info!(users = user_ids.len(), "messages of an import sent");
+        tracing::info!(users = user_ids.len(), "codes of an import stored, their messages on their way");
     }
 }

@@ -37,7 +37,7 @@ pub async fn send(state: &AppState, c: &mut Conn, u: &User, purpose: &str, t: &T
     // older row may still hold one: no line of a name's own reaches the message.
     let plain = |s: &str| s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>();
     let body = body.replace("{name}", &plain(&h.first_name)).replace("{code}", &code);
-    state.mailer.dispatch(plain(&h.display_name), h.email.clone(), subject, body).await;
+    state.mailer.dispatch(u.user_id.clone(), plain(&h.display_name), h.email.clone(), subject, body).await;
     Ok(())
 }
 

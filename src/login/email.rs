@@ -11,15 +11,23 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 use crate::config::{Settings, SmtpTls};
 
-/// How long one SMTP command may take before the message counts as not delivered (lettre's
-/// default is a minute). Messages go out in a task of their own ([`Mailer::dispatch`]), so this
-/// bounds how long such a task lives, not how long a request waits.
+/// How long the connection to the SMTP server may take (lettre applies its timeout to the
+/// connect only).
 const SMTP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long one message may take in all (connect, greeting, TLS, login, commands) before it
+/// counts as not delivered: lettre has no limit on the commands after the connect, and a server
+/// that accepts connections and never answers would otherwise keep a sending task forever.
+const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// At most this many messages are on their way to the SMTP server at once ([`Mailer::dispatch`]);
+/// the others wait for their turn (an organization import queues one per user).
+const SMTP_AT_ONCE: usize = 8;
 
 #[derive(Clone)]
 pub enum Mailer {
     Outbox { dir: PathBuf, from: Mailbox },
-    Smtp { transport: AsyncSmtpTransport<Tokio1Executor>, from: Mailbox },
+    Smtp { transport: AsyncSmtpTransport<Tokio1Executor>, from: Mailbox, turns: std::sync::Arc<tokio::sync::Semaphore> },
 }
 
 impl std::fmt::Debug for Mailer {
@@ -49,26 +57,34 @@ impl Mailer {
         if let (Some(u), Some(p)) = (&smtp.user, &smtp.password) {
             builder = builder.credentials(Credentials::new(u.clone(), p.clone()));
         }
-        Ok(Mailer::Smtp { transport: builder.build(), from })
+        Ok(Mailer::Smtp {
+            transport: builder.build(),
+            from,
+            turns: std::sync::Arc::new(tokio::sync::Semaphore::new(SMTP_AT_ONCE)),
+        })
     }
 
     /// Sends a plain-text message without holding up the caller on a mail server: through SMTP
     /// in a task of its own (a server that stops answering would otherwise keep the request, and
-    /// the database connection it holds, waiting), into the outbox at once (a local file, so the
-    /// message is there when the answer is). Failures are logged.
-    pub async fn dispatch(&self, to_name: String, to: String, subject: &'static str, body: String) {
-        let log = |e: String, to: &str| tracing::error!(error = %e, to = %to, "sending an e-mail failed");
+    /// the database connection it holds, waiting), [`SMTP_AT_ONCE`] at a time, each within
+    /// [`SEND_TIMEOUT`]; into the outbox at once (a local file, so the message is there when the
+    /// answer is). Failures are logged with `user_id`. Messages still waiting when the process
+    /// stops are not sent (the person can ask for a new code).
+    pub async fn dispatch(&self, user_id: String, to_name: String, to: String, subject: &'static str, body: String) {
+        let log =
+            |e: String, user_id: &str| tracing::error!(error = %e, user_id = %user_id, "sending an e-mail failed");
         match self {
             Mailer::Outbox { .. } => {
                 if let Err(e) = self.send(&to_name, &to, subject, &body).await {
-                    log(e, &to);
+                    log(e, &user_id);
                 }
             }
-            Mailer::Smtp { .. } => {
-                let mailer = self.clone();
+            Mailer::Smtp { turns, .. } => {
+                let (mailer, turns) = (self.clone(), turns.clone());
                 tokio::spawn(async move {
+                    let Ok(_turn) = turns.acquire().await else { return };
                     if let Err(e) = mailer.send(&to_name, &to, subject, &body).await {
-                        log(e, &to);
+                        log(e, &user_id);
                     }
                 });
             }
@@ -112,7 +128,10 @@ impl Mailer {
                 tracing::info!(to = %to, subject = %subject, path = %path.display(), "e-mail written to the outbox (no SMTP configured)");
             }
             Mailer::Smtp { transport, .. } => {
-                transport.send(msg).await.map_err(|e| e.to_string())?;
+                tokio::time::timeout(SEND_TIMEOUT, transport.send(msg))
+                    .await
+                    .map_err(|_| format!("no answer from the mail server within {}s", SEND_TIMEOUT.as_secs()))?
+                    .map_err(|e| e.to_string())?;
                 tracing::info!(to = %to, subject = %subject, via = kind, "e-mail sent");
             }
         }

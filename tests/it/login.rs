@@ -631,7 +631,7 @@ on_both!(german_pages_and_security_headers, |srv| {
 #[tokio::test]
 async fn a_mail_server_that_does_not_answer_holds_up_no_sign_up() {
     // A server that takes connections and never says a word: the SMTP client waits for its
-    // greeting until its 10 s timeout.
+    // greeting until latch gives the message up (30 s).
     let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = silent.local_addr().unwrap().port();
     let held = tokio::spawn(async move {
