@@ -266,6 +266,8 @@ pub async fn serve(
     let app = router(state.clone());
     let connections = crate::http::Connections::new(&state.settings.limits);
     let result = connections.accept_until(listener, app, shutdown, grace).await;
+    // E-mail the last requests handed to the SMTP queue goes out before the process does.
+    state.mailer.flush(grace).await;
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(5), maintenance).await;
     let _ = tokio::time::timeout(Duration::from_secs(5), sweeper).await;

@@ -2,6 +2,7 @@
 //! `.eml` file per message, logged), so the embedded default works with no mail server.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::io::AsyncWriteExt;
 
@@ -27,7 +28,25 @@ const SMTP_AT_ONCE: usize = 8;
 #[derive(Clone)]
 pub enum Mailer {
     Outbox { dir: PathBuf, from: Mailbox },
-    Smtp { transport: AsyncSmtpTransport<Tokio1Executor>, from: Mailbox, turns: std::sync::Arc<tokio::sync::Semaphore> },
+    Smtp { transport: AsyncSmtpTransport<Tokio1Executor>, from: Mailbox, queue: std::sync::Arc<Queue> },
+}
+
+/// The messages [`Mailer::dispatch`] has handed to tasks of their own: how many go out at once,
+/// how many are not done yet, and a wake-up for [`Mailer::flush`] when none is left.
+pub struct Queue {
+    turns: tokio::sync::Semaphore,
+    pending: AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+impl Queue {
+    fn new() -> Self {
+        Queue {
+            turns: tokio::sync::Semaphore::new(SMTP_AT_ONCE),
+            pending: AtomicUsize::new(0),
+            idle: tokio::sync::Notify::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Mailer {
@@ -57,11 +76,7 @@ impl Mailer {
         if let (Some(u), Some(p)) = (&smtp.user, &smtp.password) {
             builder = builder.credentials(Credentials::new(u.clone(), p.clone()));
         }
-        Ok(Mailer::Smtp {
-            transport: builder.build(),
-            from,
-            turns: std::sync::Arc::new(tokio::sync::Semaphore::new(SMTP_AT_ONCE)),
-        })
+        Ok(Mailer::Smtp { transport: builder.build(), from, queue: std::sync::Arc::new(Queue::new()) })
     }
 
     /// Sends a plain-text message without holding up the caller on a mail server: through SMTP
@@ -69,7 +84,7 @@ impl Mailer {
     /// the database connection it holds, waiting), [`SMTP_AT_ONCE`] at a time, each within
     /// [`SEND_TIMEOUT`]; into the outbox at once (a local file, so the message is there when the
     /// answer is). Failures are logged with `user_id`. Messages still waiting when the process
-    /// stops are not sent (the person can ask for a new code).
+    /// stops are sent first, as far as [`Mailer::flush`] waits for them.
     pub async fn dispatch(&self, user_id: String, to_name: String, to: String, subject: &'static str, body: String) {
         let log =
             |e: String, user_id: &str| tracing::error!(error = %e, user_id = %user_id, "sending an e-mail failed");
@@ -79,16 +94,39 @@ impl Mailer {
                     log(e, &user_id);
                 }
             }
-            Mailer::Smtp { turns, .. } => {
-                let (mailer, turns) = (self.clone(), turns.clone());
+            Mailer::Smtp { queue, .. } => {
+                let (mailer, queue) = (self.clone(), queue.clone());
+                queue.pending.fetch_add(1, Ordering::SeqCst);
                 tokio::spawn(async move {
-                    let Ok(_turn) = turns.acquire().await else { return };
-                    if let Err(e) = mailer.send(&to_name, &to, subject, &body).await {
+                    if let Ok(_turn) = queue.turns.acquire().await
+                        && let Err(e) = mailer.send(&to_name, &to, subject, &body).await
+                    {
                         log(e, &user_id);
+                    }
+                    if queue.pending.fetch_sub(1, Ordering::SeqCst) == 1 {
+                        queue.idle.notify_waiters();
                     }
                 });
             }
         }
+    }
+
+    /// Waits until every message handed to [`Mailer::dispatch`] so far is sent or given up, for
+    /// `at_most` (latch waits this way when it stops, after the last request).
+    pub async fn flush(&self, at_most: std::time::Duration) {
+        let Mailer::Smtp { queue, .. } = self else { return };
+        let _ = tokio::time::timeout(at_most, async {
+            loop {
+                let idle = queue.idle.notified();
+                tokio::pin!(idle);
+                idle.as_mut().enable();
+                if queue.pending.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                idle.await;
+            }
+        })
+        .await;
     }
 
     /// Sends a plain-text message.
@@ -136,5 +174,46 @@ impl Mailer {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn flush_waits_for_the_messages_on_their_way_and_no_longer() {
+        // A server that takes connections and never answers: a message stays on its way.
+        let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = silent.local_addr().unwrap().port();
+        let held = tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((s, _)) = silent.accept().await {
+                open.push(s);
+            }
+        });
+        let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1")
+            .port(port)
+            .timeout(Some(SMTP_TIMEOUT))
+            .build();
+        let queue = std::sync::Arc::new(Queue::new());
+        let from = "latch <noreply@example.com>".parse().unwrap();
+        let mailer = Mailer::Smtp { transport, from, queue: queue.clone() };
+        let t = Instant::now();
+        mailer.flush(Duration::from_secs(5)).await;
+        assert!(t.elapsed() < Duration::from_secs(1), "nothing on its way: no wait");
+        mailer.dispatch("u-1".into(), "A".into(), "a@example.com".into(), "subject", "body".into()).await;
+        let t = Instant::now();
+        mailer.flush(Duration::from_millis(300)).await;
+        assert!(t.elapsed() >= Duration::from_millis(300), "the message is still on its way");
+        assert_eq!(queue.pending.load(Ordering::SeqCst), 1);
+        // The server goes away: the message fails, and the wait ends with it.
+        held.abort();
+        let t = Instant::now();
+        mailer.flush(Duration::from_secs(20)).await;
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        assert_eq!(queue.pending.load(Ordering::SeqCst), 0);
     }
 }
