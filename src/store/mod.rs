@@ -326,6 +326,13 @@ pub fn fold(s: &str) -> String {
     s.trim().to_lowercase()
 }
 
+/// Lowercases `s` one character at a time, as PostgreSQL's `lower()` does (and latch's SQLite
+/// one, `sqlite_text`): unlike [`str::to_lowercase`], a capital sigma is always σ, never the
+/// final ς, so a fragment of a word folds as the word does.
+pub fn lower_chars(s: &str) -> String {
+    s.chars().flat_map(char::to_lowercase).collect()
+}
+
 /// Escapes `%`, `_` and `\` for a LIKE pattern with `ESCAPE '\'`.
 pub fn like_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

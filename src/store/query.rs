@@ -123,13 +123,13 @@ impl Builder {
         let ignore_case =
             matches!(method, EqualsIgnoreCase | StartsWithIgnoreCase | ContainsIgnoreCase | EndsWithIgnoreCase);
         let (col, esc) = if ignore_case {
-            (format!("lower({column})"), escaped.to_lowercase())
+            (format!("lower({column})"), super::lower_chars(&escaped))
         } else {
             (column.to_string(), escaped)
         };
         match method {
             Equals => self.push(&format!("{column} = ")).text(value),
-            EqualsIgnoreCase => self.push(&format!("{col} = ")).text(value.to_lowercase()),
+            EqualsIgnoreCase => self.push(&format!("{col} = ")).text(super::lower_chars(value)),
             StartsWith | StartsWithIgnoreCase => {
                 self.push(&format!("{col} LIKE ")).text(format!("{esc}%")).push(" ESCAPE '\\'")
             }

@@ -10,8 +10,8 @@ use std::ptr;
 
 use libsqlite3_sys as ffi;
 
-/// `lower(x)`: NULL for NULL, otherwise the text of `x` lowercased by Rust's
-/// [`str::to_lowercase`] (Unicode's full case mapping).
+/// `lower(x)`: NULL for NULL, otherwise the text of `x` lowercased one character at a time
+/// ([`super::lower_chars`], Unicode's case mapping, as PostgreSQL's `lower()`).
 unsafe extern "C" fn lower(ctx: *mut ffi::sqlite3_context, argc: c_int, argv: *mut *mut ffi::sqlite3_value) {
     // SAFETY: SQLite calls this with a valid context and `argc` valid values; the text pointer
     // it gives stays valid until the value is changed or the function returns, and is copied
@@ -29,7 +29,7 @@ unsafe extern "C" fn lower(ctx: *mut ffi::sqlite3_context, argc: c_int, argv: *m
             return;
         }
         let bytes = std::slice::from_raw_parts(text, usize::try_from(len).unwrap_or(0));
-        let folded = String::from_utf8_lossy(bytes).to_lowercase();
+        let folded = super::lower_chars(&String::from_utf8_lossy(bytes));
         match c_int::try_from(folded.len()) {
             Ok(n) => ffi::sqlite3_result_text(ctx, folded.as_ptr().cast(), n, ffi::SQLITE_TRANSIENT()),
             Err(_) => ffi::sqlite3_result_error_toobig(ctx),

@@ -59,7 +59,7 @@ on_both!(create_read_and_search_humans, |srv| {
     let r = search(json!({"queries": [{"emailQuery": {"emailAddress": "BOB@EXAMPLE.COM", "method": "TEXT_QUERY_METHOD_EQUALS_IGNORE_CASE"}}]})).await;
     assert_eq!(r.ok()["result"][0]["id"], bob_id.as_str());
     // Case is ignored beyond ASCII too (SQLite's own lower() folds only A-Z).
-    let umlaut = json!({"user_name": "ulla", "profile": {"first_name": "Ülla", "last_name": "Müller-Östra"},
+    let umlaut = json!({"user_name": "ulla", "profile": {"first_name": "Ülla", "last_name": "Müller-Östra", "nick_name": "ΚΑΛΟΣΤΡΑΤΟΣ"},
                         "email": {"email": "ulla@example.com"}});
     let ulla = srv.post("/management/v1/users/human", umlaut).await.ok()["userId"].as_str().unwrap().to_string();
     for (query, method) in [
@@ -74,6 +74,11 @@ on_both!(create_read_and_search_humans, |srv| {
         (
             json!({"firstNameQuery": {"firstName": "üLLA", "method": "TEXT_QUERY_METHOD_CONTAINS_IGNORE_CASE"}}),
             "contains",
+        ),
+        // A fragment ending in a capital sigma folds as the same letter inside the word does.
+        (
+            json!({"nickNameQuery": {"nickName": "ΚΑΛΟΣ", "method": "TEXT_QUERY_METHOD_STARTS_WITH_IGNORE_CASE"}}),
+            "sigma",
         ),
     ] {
         let r = search(json!({"queries": [query]})).await;
