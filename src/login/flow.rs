@@ -394,84 +394,76 @@ pub fn not_signing_in(t: &'static Texts, u: &User) -> Option<&'static str> {
 /// requests move to it: a cookie value that someone else knows (planted in the browser, or taken
 /// from an authorization request they started and then had the person finish) names no session
 /// afterwards. The new cookie goes on the answer once the move is done.
-pub async fn finish(state: &AppState, c: &mut Conn, mut f: Flow, headers: &HeaderMap) -> Response {
-    if f.progress.sso_session.is_some() || f.user.is_none() {
-        return finish_as(state, c, f, headers, None).await.0;
-    }
-    let (from, renewed) = (f.browser.key.clone(), cookie::fresh());
-    f.browser = renewed.clone();
-    let (mut r, moved) = finish_as(state, c, f, headers, Some(&from)).await;
-    if moved {
-        renewed.set_on(r.headers_mut(), state.settings.secure_cookies);
+pub async fn finish(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap) -> Response {
+    let (mut r, renewed) = finish_as(state, c, f, headers).await;
+    if let Some(b) = renewed {
+        b.set_on(r.headers_mut(), state.settings.secure_cookies);
     }
     r
 }
 
-/// [`finish`], moving the browser from key `from` to the flow's (new) browser when given;
-/// answers whether the browser moved (only then does it need the new cookie).
-async fn finish_as(
-    state: &AppState,
-    c: &mut Conn,
-    f: Flow,
-    headers: &HeaderMap,
-    from: Option<&[u8]>,
-) -> (Response, bool) {
+/// [`finish`]; answers the browser's new cookie when the browser moved to it (a new
+/// authentication: everything the browser held moved from the request's key, which is the
+/// cookie the browser brought, to the new one).
+async fn finish_as(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap) -> (Response, Option<Browser>) {
     let t = f.t;
     let Some(u) = f.user.clone() else {
-        return (fail(t, headers, StatusCode::BAD_REQUEST, t.err_form), false);
+        return (fail(t, headers, StatusCode::BAD_REQUEST, t.err_form), None);
     };
     // The user as read by this request: one locked or deactivated since an earlier step (too
     // many wrong second-factor codes, or through the API) gets no session and nothing issued.
     if let Some(msg) = not_signing_in(t, &u) {
-        return (fail(t, headers, StatusCode::FORBIDDEN, msg), false);
+        return (fail(t, headers, StatusCode::FORBIDDEN, msg), None);
     }
     let now = state.clock.now();
-    let sess = match (&f.progress.sso_session, from) {
-        (Some(sid), _) => match session::get(c, sid).await {
-            Ok(Some(s)) if s.user_id == u.user_id && s.expires_at > now && s.auth_time >= u.tokens_valid_from => s,
-            Ok(_) => return (fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired), false),
-            Err(e) => return (store_fail(t, headers, e), false),
+    let (sess, renewed) = match &f.progress.sso_session {
+        Some(sid) => match session::get(c, sid).await {
+            Ok(Some(s)) if s.user_id == u.user_id && s.expires_at > now && s.auth_time >= u.tokens_valid_from => {
+                (s, None)
+            }
+            Ok(_) => return (fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired), None),
+            Err(e) => return (store_fail(t, headers, e), None),
         },
-        (None, from) => {
+        None => {
             let auth_time = f.progress.password_at.unwrap_or(now);
             let lifetime = match state.cache.login_policy(c).await {
                 Ok(p) => p.password_check_lifetime,
-                Err(e) => return (store_fail(t, headers, e), false),
+                Err(e) => return (store_fail(t, headers, e), None),
             };
             let amr = if f.progress.amr.is_empty() { vec!["pwd".to_string()] } else { f.progress.amr.clone() };
+            let renewed = cookie::fresh();
             let new = session::NewSession {
                 session_id: crate::id::new_id(),
-                ua_key: f.browser.key.clone(),
+                ua_key: renewed.key.clone(),
                 user_id: u.user_id.clone(),
                 auth_time,
                 amr,
                 now,
                 expires_at: auth_time + lifetime,
             };
-            let from = from.unwrap_or(&f.row.ua_key);
             if f.params.response_type == ResponseType::Code {
-                return finish_with_code(state, c, &f, u, new, from, headers).await;
+                let (r, moved) = finish_with_code(state, c, &f, u, new, headers).await;
+                return (r, moved.then_some(renewed));
             }
-            match session::move_browser(c, &f.row.auth_request_id, from, &new.ua_key).await {
+            match session::move_browser(c, &f.row.auth_request_id, &f.row.ua_key, &new.ua_key).await {
                 Ok(true) => {}
-                Ok(false) => return (fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired), false),
-                Err(e) => return (store_fail(t, headers, e), false),
+                Ok(false) => return (fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired), None),
+                Err(e) => return (store_fail(t, headers, e), None),
             }
             match session::upsert(c, &new).await {
-                Ok(s) => s,
-                Err(e) => return (store_fail(t, headers, e), true),
+                Ok(s) => (s, Some(renewed)),
+                Err(e) => return (store_fail(t, headers, e), Some(renewed)),
             }
         }
     };
-    let moved = from.is_some();
     match auth_request::delete(c, &f.row.auth_request_id).await {
         Ok(true) => {}
-        Ok(false) => return (fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired), moved),
-        Err(e) => return (store_fail(t, headers, e), moved),
+        Ok(false) => return (fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired), renewed),
+        Err(e) => return (store_fail(t, headers, e), renewed),
     }
     match authorize::complete(state, c, t, &f.params, &f.client, u, &sess).await {
-        Ok(r) => (r, moved),
-        Err(e) => (store_fail(t, headers, e), moved),
+        Ok(r) => (r, renewed),
+        Err(e) => (store_fail(t, headers, e), renewed),
     }
 }
 
@@ -484,7 +476,6 @@ async fn finish_with_code(
     f: &Flow,
     u: User,
     new: session::NewSession,
-    from: &[u8],
     headers: &HeaderMap,
 ) -> (Response, bool) {
     let t = f.t;
@@ -498,7 +489,7 @@ async fn finish_with_code(
     let scopes = claims::filter_org_scopes(&subject, &f.params.scopes());
     let user_id = subject.user.user_id.as_str();
     let code = IssuedCode::new(state, &f.params, &f.client, user_id, &scopes, &new.as_new());
-    let (session, code) = match signin::finish(c, &f.row.auth_request_id, from, &new, &code.row()).await {
+    let (session, code) = match signin::finish(c, &f.row.auth_request_id, &f.row.ua_key, &new, &code.row()).await {
         Ok(Finished::RequestGone) => return (fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired), false),
         Ok(Finished::Done { session, code_stored: true }) => (session, code),
         Ok(Finished::Done { session, code_stored: false }) => {
