@@ -137,6 +137,14 @@ pub async fn remove(c: &mut Conn, scope: Scope, scope_id: &str, user_id: &str) -
     Ok(r.rows_affected() == 1)
 }
 
+/// Whether a user holds any administrative membership: of the instance, of any organization
+/// (members need not belong to the organization) or of any project.
+pub async fn holds_any(c: &mut Conn, user_id: &str) -> Result<bool> {
+    let n: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM member WHERE user_id = $1").bind(user_id).fetch_one(&mut *c).await?;
+    Ok(n > 0)
+}
+
 /// The instance roles of a user and its roles in one organization, in one round trip.
 pub async fn roles_of(c: &mut Conn, user_id: &str, org_id: &str) -> Result<(Vec<String>, Vec<String>)> {
     let rows: Vec<(String, String)> = sqlx::query_as(

@@ -13,7 +13,7 @@ on_both!(token_exchange, |srv| {
     let alice = human(srv, "alice", "Wonder-land1").await;
     let bob = human(srv, "bob", "Builder-b0b!").await;
     let te_app = json!({"accessTokenType": "OIDC_TOKEN_TYPE_JWT", "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
-    let (client_id, secret, project) = oidc_app(srv, te_app).await;
+    let (client_id, secret, project) = oidc_app(srv, te_app.clone()).await;
     let secret = secret.unwrap();
     let b = Browser::new(srv);
     let (code, verifier) = code_for(srv, &b, &client_id, "openid profile offline_access").await;
@@ -52,9 +52,10 @@ on_both!(token_exchange, |srv| {
     assert_eq!(c["sub"], alice.as_str());
     assert_eq!(c["aud"], json!([project]));
     assert_eq!(c["scope"], "openid");
-    // The exchange starts a grant of its own, with a 128-bit random id like its token's jti.
+    // The exchange belongs to the subject token's grant (a reused code or refresh token of it
+    // revokes what the exchange issued too), and its token has a jti of its own.
     let subject_claims = claims(&subject);
-    assert_ne!(c["gid"], subject_claims["gid"]);
+    assert_eq!(c["gid"], subject_claims["gid"]);
     assert_ne!(c["jti"], subject_claims["jti"]);
     for id in [&c["gid"], &c["jti"]] {
         assert_eq!(crate::token::id_bytes(id), 16, "{c}");
@@ -129,13 +130,51 @@ on_both!(token_exchange, |srv| {
     )
     .await
     .err(400, "unauthorized_client");
+    // Nor may one with the grant type trade in a token issued to another client (of another
+    // project): its audience must name the client or the client's project.
+    let (other, other_secret, _) = oidc_app(srv, te_app.clone()).await;
+    let other_secret = other_secret.unwrap();
+    let r = token(
+        srv,
+        Some((&other, &other_secret)),
+        &[("grant_type", TE), ("subject_token", &subject), ("subject_token_type", AT)],
+    )
+    .await;
+    r.err(400, "invalid_grant");
+    assert!(r.body["error_description"].as_str().unwrap().contains("not issued to this client"), "{}", r.body);
+    let form = imp(subject.clone());
+    let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut pairs = pairs;
+    pairs.push(("grant_type", TE));
+    token(srv, Some((&other, &other_secret)), &pairs).await.err(400, "invalid_grant");
+    // A token whose audience names the client's project passes: the exchange above narrowed to
+    // the project's id.
+    let narrowed = exchange(vec![
+        ("subject_token", subject.clone()),
+        ("subject_token_type", AT.to_string()),
+        ("audience", project.clone()),
+    ])
+    .await;
+    let narrowed = narrowed.ok()["access_token"].as_str().unwrap().to_string();
+    exchange(vec![("subject_token", narrowed), ("subject_token_type", AT.to_string())]).await.ok();
+    // What an exchange issues belongs to the subject token's session: the logout ends it.
+    let userinfo = |at: String| async move {
+        let r = reqwest::Client::new().get(srv.url("/oidc/v1/userinfo")).bearer_auth(at).send().await.unwrap();
+        r.status().as_u16()
+    };
+    let exchanged = exchange(basic()).await.ok()["access_token"].as_str().unwrap().to_string();
+    assert_eq!(userinfo(exchanged.clone()).await, 200);
+    let id_token = t.body["id_token"].as_str().unwrap();
+    let out = b.get(&format!("/oidc/v1/end_session?id_token_hint={id_token}")).await;
+    assert!(out.status == 303 || out.status == 200, "{}", out.status);
+    assert_eq!(userinfo(exchanged).await, 401, "the exchanged token outlived the session");
 });
 
 on_both!(only_live_id_tokens_pass_as_id_tokens, |srv| {
     const ID: &str = "urn:ietf:params:oauth:token-type:id_token";
     human(srv, "alice", "Wonder-land1").await;
     let te_app = json!({"accessTokenType": "OIDC_TOKEN_TYPE_JWT", "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
-    let (client_id, secret, _) = oidc_app(srv, te_app).await;
+    let (client_id, secret, _) = oidc_app(srv, te_app.clone()).await;
     let secret = secret.unwrap();
     srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
     let b = Browser::new(srv);
@@ -176,7 +215,15 @@ on_both!(only_live_id_tokens_pass_as_id_tokens, |srv| {
     // Once the session has ended, its ID token is exchanged no more.
     let out = b.get(&format!("/oidc/v1/end_session?id_token_hint={id_token}")).await;
     assert!(out.status == 303 || out.status == 200, "{}", out.status);
-    exchange(id_token).await.err(400, "invalid_grant");
+    exchange(id_token.clone()).await.err(400, "invalid_grant");
+    // An ID token issued to another client is not this one's to trade in, however live.
+    let (other, other_secret, _) = oidc_app(srv, te_app).await;
+    let (code, verifier) = code_for(srv, &b, &other, "openid").await;
+    let t = exchange_code(srv, Some((&other, other_secret.as_deref().unwrap())), &code, &verifier).await;
+    let others = t.ok()["id_token"].as_str().unwrap().to_string();
+    let r = exchange(others).await;
+    r.err(400, "invalid_grant");
+    assert!(r.body["error_description"].as_str().unwrap().contains("not issued to this client"), "{}", r.body);
 });
 
 on_both!(a_refreshed_impersonation_keeps_its_actor, |srv| {
@@ -232,6 +279,29 @@ on_both!(a_refreshed_impersonation_keeps_its_actor, |srv| {
         ],
     )
     .await;
+    r.err(400, "access_denied");
+    assert!(r.body["error_description"].as_str().unwrap().contains("administrators"), "{}", r.body);
+    // Nor is an owner of another organization, though bob has no role in his own: members need
+    // not belong to the organization, and the management API takes it from a header.
+    let impersonate_bob = || {
+        let (cid, sec, actor, bob) = (client_id.clone(), secret.clone(), actor.clone(), bob.clone());
+        async move {
+            let form = [
+                ("grant_type", TE),
+                ("subject_token", bob.as_str()),
+                ("subject_token_type", "urn:service:params:oauth:token-type:user_id"),
+                ("actor_token", actor.as_str()),
+                ("actor_token_type", AT),
+            ];
+            token(srv, Some((&cid, &sec)), &form).await
+        }
+    };
+    impersonate_bob().await.ok();
+    let other =
+        srv.post("/management/v1/orgs", json!({"name": "Elsewhere"})).await.ok()["id"].as_str().unwrap().to_string();
+    let path = "/management/v1/orgs/me/members";
+    srv.call_as(Some(&srv.pat), Some(&other), "POST", path, json!({"userId": bob, "roles": ["ORG_OWNER"]})).await.ok();
+    let r = impersonate_bob().await;
     r.err(400, "access_denied");
     assert!(r.body["error_description"].as_str().unwrap().contains("administrators"), "{}", r.body);
 });

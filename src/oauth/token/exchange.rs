@@ -44,6 +44,10 @@ struct Party {
     act: Option<Value>,
     auth_time: Option<i64>,
     amr: Vec<String>,
+    /// The browser session and the grant the token belongs to: what the exchange issues belongs
+    /// to them too, so that a logout or a revoked grant (a reused code or refresh token) reaches it.
+    session_id: Option<String>,
+    grant_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -80,8 +84,28 @@ async fn active_user(c: &mut Conn, id: &str) -> OAuthResult<User> {
         .ok_or_else(|| OAuthError::invalid_grant("the token's user is not active"))
 }
 
-/// Reads an access token or an ID token (the types both subject and actor may use).
-async fn token_party(state: &AppState, c: &mut Conn, token: &str, kind: &str, role: &str) -> OAuthResult<Party> {
+/// Reads an access token or an ID token (the types both subject and actor may use), which must
+/// have been issued for the requesting client: its audience names the client or the client's
+/// project (as Keycloak's standard token exchange asks). An ID token travels in URLs
+/// (`id_token_hint`) and is no credential, and a token meant for one client is not another's to
+/// trade in: without this, any client with the grant type could turn a user's ID token for
+/// application A into an access token that A's API takes.
+async fn token_party(
+    state: &AppState,
+    c: &mut Conn,
+    token: &str,
+    kind: &str,
+    role: &str,
+    client: [&str; 2],
+) -> OAuthResult<Party> {
+    let party = read_token(state, c, token, kind, role).await?;
+    if !party.audience.iter().any(|a| client.contains(&a.as_str())) {
+        return Err(OAuthError::invalid_grant(format!("the {role} token was not issued to this client")));
+    }
+    Ok(party)
+}
+
+async fn read_token(state: &AppState, c: &mut Conn, token: &str, kind: &str, role: &str) -> OAuthResult<Party> {
     match kind {
         ACCESS_TOKEN => {
             let a = access::resolve(state, c, token)
@@ -94,6 +118,8 @@ async fn token_party(state: &AppState, c: &mut Conn, token: &str, kind: &str, ro
                 act: a.claims.act.clone(),
                 auth_time: a.claims.auth_time,
                 amr: a.claims.amr.clone().unwrap_or_default(),
+                session_id: a.claims.sid.clone(),
+                grant_id: a.claims.gid.clone(),
                 user: a.user,
             })
         }
@@ -123,6 +149,8 @@ async fn token_party(state: &AppState, c: &mut Conn, token: &str, kind: &str, ro
                 act: claims.act,
                 auth_time: claims.auth_time,
                 amr: claims.amr,
+                session_id: claims.sid,
+                grant_id: None,
             })
         }
         REFRESH_TOKEN => Err(OAuthError::invalid_request(format!("a refresh token cannot be the {role} token"))),
@@ -169,9 +197,10 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
             "the requested_token_type '{requested_type}' is not supported"
         )));
     }
+    let this_client = [client.app.client_id.as_str(), client.project.project_id.as_str()];
     let actor = match (actor_token, actor_type) {
         (Some(t), Some(kind)) if kind == ACCESS_TOKEN || kind == ID_TOKEN => {
-            Some(token_party(state, &mut c, t, kind, "actor").await?)
+            Some(token_party(state, &mut c, t, kind, "actor", this_client).await?)
         }
         (Some(_), Some(kind)) => {
             return Err(OAuthError::invalid_request(format!("the actor_token_type '{kind}' is not supported")));
@@ -200,9 +229,11 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
                 act: None,
                 auth_time: actor.auth_time,
                 amr: actor.amr.clone(),
+                session_id: actor.session_id.clone(),
+                grant_id: actor.grant_id.clone(),
             }
         }
-        kind => token_party(state, &mut c, subject_token, kind, "subject").await?,
+        kind => token_party(state, &mut c, subject_token, kind, "subject", this_client).await?,
     };
     // Impersonation: an actor acting as someone else.
     let act = match &actor {
@@ -217,9 +248,10 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
             if !may_impersonate(&mut c, &a.user, &subject.user.org_id).await? {
                 return Err(OAuthError::new(ErrorCode::AccessDenied, "the actor may not impersonate this user"));
             }
-            // End users only: an administrator's token would carry its powers to the actor.
-            let (iam, org) = member::roles_of(&mut c, &subject.user.user_id, &subject.user.org_id).await?;
-            if !iam.is_empty() || !org.is_empty() {
+            // End users only: an administrator's token would carry its powers to the actor. Any
+            // membership counts, in any organization or project: the management API takes the
+            // organization from a header, and members need not belong to it.
+            if member::holds_any(&mut c, &subject.user.user_id).await? {
                 return Err(OAuthError::new(ErrorCode::AccessDenied, "administrators cannot be impersonated"));
             }
             let mut act = json!({"iss": state.settings.issuer, "sub": a.user.user_id});
@@ -270,6 +302,10 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         }
         None => default_scopes,
     };
+    // The session and grant of the one acting: the actor's when there is one (an impersonation
+    // ends with the actor's session), else the subject token's.
+    let from = actor.as_ref().unwrap_or(&subject);
+    let (session_id, grant_id) = (from.session_id.clone(), from.grant_id.clone());
     let subj = subject_of(state, &mut c, subject.user).await?;
     let g = Grant {
         client_id: client.app.client_id.clone(),
@@ -283,8 +319,8 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         scopes: scopes.clone(),
         auth_time: subject.auth_time,
         amr: subject.amr.clone(),
-        session_id: None,
-        grant_id: Some(crate::crypto::secret::random_id()),
+        session_id,
+        grant_id: Some(grant_id.unwrap_or_else(crate::crypto::secret::random_id)),
         nonce: None,
         act,
     };
