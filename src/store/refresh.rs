@@ -61,7 +61,9 @@ pub async fn get(c: &mut Conn, token_hash: &[u8]) -> Result<Option<RefreshRow>> 
 /// would have to be ended by a third statement that an error in the second skips, leaving the
 /// pooled connection inside it, and one held across hops made refresh 40% slower with a p99 of
 /// 166 ms. If the second failed, the token would be used up without a successor (the client
-/// signs in again); nothing is issued on a half.
+/// signs in again); nothing is issued on a half A revocation of the chain that lands between the two
+/// (another connection's [`revoke_grant`]) leaves no successor: the insert copies only a token
+/// that is not revoked.
 pub async fn rotate_live(
     c: &mut Conn,
     token_hash: &[u8],
@@ -86,7 +88,8 @@ pub async fn rotate_live(
             "UPDATE refresh_token SET rotated_at = $1 WHERE {LIVE}; \
              INSERT INTO refresh_token ({COLUMNS}) \
              SELECT $4, grant_id, client_id, user_id, session_id, data, $1, MIN($1 + $5, expires_at), \
-               expires_at, NULL, NULL FROM refresh_token WHERE token_hash = $2 AND rotated_at = $1 AND changes() = 1 \
+               expires_at, NULL, NULL FROM refresh_token \
+               WHERE token_hash = $2 AND rotated_at = $1 AND revoked_at IS NULL AND changes() = 1 \
              RETURNING {COLUMNS}"
         )
     };
@@ -104,22 +107,37 @@ pub async fn rotate_live(
 
 /// Revokes every token of a grant; returns how many were live.
 pub async fn revoke_grant(c: &mut Conn, grant_id: &str, now: i64) -> Result<u64> {
-    let r = sqlx::query("UPDATE refresh_token SET revoked_at = $1 WHERE grant_id = $2 AND revoked_at IS NULL")
-        .bind(now)
-        .bind(grant_id)
-        .execute(&mut *c)
-        .await?;
-    Ok(r.rows_affected())
+    revoke_all(c, "grant_id", grant_id, now).await
 }
 
 /// Revokes every token of the given sessions (when the sessions end).
 pub async fn revoke_sessions(c: &mut Conn, session_ids: &[String], now: i64) -> Result<()> {
     for sid in session_ids {
-        sqlx::query("UPDATE refresh_token SET revoked_at = $1 WHERE session_id = $2 AND revoked_at IS NULL")
-            .bind(now)
-            .bind(sid)
-            .execute(&mut *c)
-            .await?;
+        revoke_all(c, "session_id", sid, now).await?;
     }
     Ok(())
+}
+
+/// Revokes every token whose `column` is `value`, including a successor that a rotation running
+/// at the same moment stores. On PostgreSQL an update does not see rows committed after it
+/// began: a rotation that locked the chain's live token first makes the update wait for it,
+/// then revokes that token (already rotated) but not the successor the rotation inserted, which
+/// would stay usable once the revocation entry is swept. The update is therefore repeated while
+/// it finds anything: a pass that revoked nothing met no rotation, and each pass starts after
+/// the rotation it waited for committed. (On SQLite, whose writers take turns, the rotation
+/// refuses to copy a revoked token, see [`rotate_live`]; the second pass finds nothing.) The
+/// passes are bounded: each one needs a rotation of a token the pass before left live, which
+/// only its holder can send, and a chain longer than the bound is revoked by the next reuse.
+async fn revoke_all(c: &mut Conn, column: &'static str, value: &str, now: i64) -> Result<u64> {
+    const PASSES: usize = 8;
+    let sql = format!("UPDATE refresh_token SET revoked_at = $1 WHERE {column} = $2 AND revoked_at IS NULL");
+    let mut total = 0;
+    for _ in 0..PASSES {
+        let n = sqlx::query(&sql).bind(now).bind(value).execute(&mut *c).await?.rows_affected();
+        total += n;
+        if n == 0 {
+            break;
+        }
+    }
+    Ok(total)
 }

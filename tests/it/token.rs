@@ -274,6 +274,48 @@ on_both!(refresh_rotation_in_the_store_makes_one_successor, |srv| {
     assert_eq!(third.idle_expires_at, t + 11);
 });
 
+// A revocation of a chain while a rotation of its live token is under way (held open here in a
+// transaction) revokes the successor as well. On PostgreSQL the revocation's update waits for
+// the rotation's row lock and, in its first pass, does not see the successor the rotation
+// inserted: without a second pass that successor stayed usable once the revocation entry was
+// swept.
+on_both!(a_revocation_racing_a_rotation_leaves_no_live_successor, |srv| {
+    use latch::store::refresh::{self, RefreshRow};
+    let t = now();
+    let mut c = srv.state.db.conn().await.unwrap();
+    let live = RefreshRow {
+        token_hash: b"live".to_vec(),
+        grant_id: "g1".into(),
+        client_id: "client".into(),
+        user_id: "user".into(),
+        session_id: Some("session".into()),
+        data: "{}".into(),
+        created_at: t - 10,
+        idle_expires_at: t + 100,
+        expires_at: t + 100,
+        rotated_at: None,
+        revoked_at: None,
+    };
+    refresh::insert(&mut c, &live).await.unwrap();
+    drop(c);
+    let mut rotation = srv.state.db.begin().await.unwrap();
+    assert!(refresh::rotate_live(&mut rotation, b"live", "client", b"next", t, 1000).await.unwrap().is_some());
+    let db = srv.state.db.clone();
+    let revocation = tokio::spawn(async move {
+        let mut c = db.conn().await.unwrap();
+        refresh::revoke_grant(&mut c, "g1", t).await.unwrap()
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!revocation.is_finished(), "the revocation waits for the rotation's lock");
+    rotation.commit().await.unwrap();
+    assert_eq!(revocation.await.unwrap(), 2, "the rotated token and its successor");
+    let mut c = srv.state.db.conn().await.unwrap();
+    for hash in [&b"live"[..], b"next"] {
+        let row = refresh::get(&mut c, hash).await.unwrap().unwrap();
+        assert_eq!(row.revoked_at, Some(t), "{}", String::from_utf8_lossy(hash));
+    }
+});
+
 // The code's redemption stores its first refresh token in the same round trip: once, only for
 // a code that carries a seed and has not expired, never on a second use (on SQLite the insert
 // must follow only the update that just marked the code).
