@@ -128,6 +128,11 @@ pub async fn insert_domain(c: &mut Conn, d: &OrgDomain) -> Result<()> {
     Ok(())
 }
 
+/// Every domain of the instance with its organization (for an import's checks).
+pub async fn all_domains(c: &mut Conn) -> Result<Vec<(String, String)>> {
+    Ok(sqlx::query_as("SELECT domain, org_id FROM org_domain").fetch_all(&mut *c).await?)
+}
+
 pub async fn get_domain(c: &mut Conn, domain: &str) -> Result<Option<OrgDomain>> {
     let row: Option<OrgDomainRow> = sqlx::query_as(
         "SELECT domain, org_id, is_verified, is_primary, validation_type, created_at FROM org_domain WHERE domain = $1",

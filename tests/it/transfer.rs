@@ -883,3 +883,47 @@ on_both!(a_dry_run_checks_plain_passwords_without_hashing_them, |srv| {
         assert!(e.message.contains("complexity") || e.message.contains("password"), "{}", e.message);
     }
 });
+
+// A user name ending in `@` and a domain is a login name of the organization holding that
+// domain: an import may not give one to a user of another organization (who would take that
+// organization's user's sign-ins), nor give an organization a domain that users elsewhere have
+// in their names, whether the other side is already stored or comes earlier in the document.
+on_both!(imported_user_names_keep_out_of_other_organizations_domains, |srv| {
+    srv.post("/management/v1/orgs/me/domains", json!({"domain": "home.test"})).await.ok();
+    // record() makes the address from the name: here from the part before the '@'.
+    let named = |name: &str| {
+        let mut r = record(name.split('@').next().unwrap(), None, true);
+        r["userName"] = json!(name);
+        r
+    };
+    srv.post("/management/v1/users/human/_import", named("carol@mine.test")).await.ok();
+    let user = |id: &str, name: &str| json!({"userId": id, "user": named(name)});
+    let domain = |name: &str| json!({"domainName": name, "isVerified": true});
+    let orgs = json!({"orgs": [
+        {"orgId": "org-a", "org": {"name": "A"}, "humanUsers": [user("a-1", "alice@home.test")]},
+        {"orgId": "org-b", "org": {"name": "B"}, "domains": [domain("mine.test")]},
+        {"orgId": "org-c", "org": {"name": "C"}, "domains": [domain("c.test")],
+         "humanUsers": [user("c-1", "cat@c.test")]},
+        {"orgId": "org-d", "org": {"name": "D"}, "humanUsers": [user("d-1", "dan@C.TEST")]},
+        {"orgId": "org-e", "org": {"name": "E"}, "humanUsers": [user("e-1", "eve@e.test")]},
+        {"orgId": "org-f", "org": {"name": "F"}, "domains": [domain("e.test")]},
+    ]});
+    let before = counts(srv).await;
+    let r = import(srv, json!({"dataOrgs": orgs, "timeout": "1m"})).await;
+    let errors = r["errors"].as_array().unwrap();
+    let has = |kind: &str, id: &str, text: &str| {
+        errors.iter().any(|e| e["type"] == kind && e["id"] == id && e["message"].as_str().unwrap().contains(text))
+    };
+    assert!(has("human_user", "a-1", "ends in a domain of organization"), "{r}");
+    assert!(has("domain", "mine.test", "have user names in this domain"), "{r}");
+    assert!(has("human_user", "d-1", "ends in a domain of organization org-c"), "{r}");
+    assert!(has("domain", "e.test", "users of organization org-e"), "{r}");
+    let imported: Vec<&str> =
+        r["success"]["orgs"].as_array().unwrap().iter().map(|o| o["orgId"].as_str().unwrap()).collect();
+    assert_eq!(imported, ["org-c", "org-e"], "{r}");
+    let mut after = before;
+    after[0] += 2; // two organizations
+    after[1] += 2; // c.test and the generated domain of org-e
+    after[2] += 2; // cat and eve
+    assert_eq!(counts(srv).await, after);
+});

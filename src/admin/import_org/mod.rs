@@ -36,27 +36,61 @@ pub use write::Target;
 
 const MAX_ERRORS: usize = 100;
 
-/// The users of the instance by user name key and by id (one query for the whole import).
+/// The users and domains of the instance (two queries for the whole import): users by user
+/// name key and by id, the organization of each domain, and the organizations whose users have
+/// user names ending in `@` and a domain (which only that organization may hold, as
+/// [`crate::management::users::check_username_domain`] and adding a domain keep it).
+#[derive(Default)]
 pub struct Index {
     by_name: HashMap<String, (String, String)>,
     org_of: HashMap<String, String>,
+    domains: HashMap<String, String>,
+    names_in_domain: HashMap<String, HashSet<String>>,
 }
 
 impl Index {
     pub async fn load(c: &mut Conn) -> ApiResult<Index> {
         let rows = user::all_names(c).await?;
-        let mut by_name = HashMap::with_capacity(rows.len());
-        let mut org_of = HashMap::with_capacity(rows.len());
+        let mut index = Index {
+            by_name: HashMap::with_capacity(rows.len()),
+            org_of: HashMap::with_capacity(rows.len()),
+            domains: org::all_domains(c).await?.into_iter().collect(),
+            names_in_domain: HashMap::new(),
+        };
         for (key, id, org) in rows {
-            org_of.insert(id.clone(), org.clone());
-            by_name.insert(key, (id, org));
+            index.add_name(key, id, org);
         }
-        Ok(Index { by_name, org_of })
+        Ok(index)
     }
 
-    fn add(&mut self, u: &User) {
-        self.org_of.insert(u.user_id.clone(), u.org_id.clone());
-        self.by_name.insert(fold(&u.username), (u.user_id.clone(), u.org_id.clone()));
+    fn add_name(&mut self, key: String, id: String, org: String) {
+        if let Some((_, domain)) = key.rsplit_once('@') {
+            self.names_in_domain.entry(domain.to_string()).or_default().insert(org.clone());
+        }
+        self.org_of.insert(id.clone(), org.clone());
+        self.by_name.insert(key, (id, org));
+    }
+
+    /// Records what an organization's import wrote, for the organizations after it.
+    fn add(&mut self, plan: &Plan) {
+        for u in &plan.users {
+            self.add_name(fold(&u.username), u.user_id.clone(), u.org_id.clone());
+        }
+        for d in &plan.domains {
+            self.domains.insert(d.domain.clone(), d.org_id.clone());
+        }
+    }
+
+    /// The organization other than `org_id` whose domain `username` ends in.
+    fn foreign_domain_of(&self, username: &str, org_id: &str) -> Option<&str> {
+        let key = fold(username.trim());
+        let (_, domain) = key.rsplit_once('@')?;
+        self.domains.get(domain).map(String::as_str).filter(|o| *o != org_id)
+    }
+
+    /// An organization other than `org_id` with users whose names end in `@domain`.
+    fn names_elsewhere_in(&self, domain: &str, org_id: &str) -> Option<&str> {
+        self.names_in_domain.get(domain)?.iter().map(String::as_str).find(|o| *o != org_id)
     }
 }
 
@@ -185,7 +219,7 @@ pub async fn import(
     let mut ok = SuccessOrg { org_id: org_id.clone(), ..SuccessOrg::default() };
     let mut notify = Vec::new();
 
-    check_org(&mut ck, &d, &ex, &mut plan, &mut ok, now);
+    check_org(&mut ck, &d, &ex, index, &mut plan, &mut ok, now);
     check_projects(&mut ck, &d, &ex, &mut plan, &mut ok, now);
     check_apps(&mut ck, &d, &ex, &mut plan, &mut ok, now);
     let dry_run = target.is_dry_run();
@@ -204,9 +238,7 @@ pub async fn import(
         let message = format!("{} (organization {org_id} was not imported)", e.message);
         return Ok(Outcome { errors: vec![ImportItem::new("org", &org_id, message)], ..Outcome::default() });
     }
-    for u in &plan.users {
-        index.add(u);
-    }
+    index.add(&plan);
     Ok(Outcome { success: Some(ok), errors: Vec::new(), skipped, notify })
 }
 
@@ -220,10 +252,10 @@ pub fn check_offline(index_in_doc: usize, d: &DataOrg, duplicates: &Duplicates, 
         return ck.errors;
     }
     let ex = Existing::default();
-    let index = Index { by_name: HashMap::new(), org_of: HashMap::new() };
+    let index = Index::default();
     let mut plan = Plan::default();
     let mut ok = SuccessOrg { org_id: org_id.clone(), ..SuccessOrg::default() };
-    check_org(&mut ck, d, &ex, &mut plan, &mut ok, now);
+    check_org(&mut ck, d, &ex, &index, &mut plan, &mut ok, now);
     check_projects(&mut ck, d, &ex, &mut plan, &mut ok, now);
     check_apps(&mut ck, d, &ex, &mut plan, &mut ok, now);
     for (j, u) in d.human_users.iter().enumerate() {
@@ -238,7 +270,15 @@ pub fn check_offline(index_in_doc: usize, d: &DataOrg, duplicates: &Duplicates, 
     ck.errors
 }
 
-fn check_org(ck: &mut Check, d: &DataOrg, ex: &Existing, plan: &mut Plan, ok: &mut SuccessOrg, now: i64) {
+fn check_org(
+    ck: &mut Check,
+    d: &DataOrg,
+    ex: &Existing,
+    index: &Index,
+    plan: &mut Plan,
+    ok: &mut SuccessOrg,
+    now: i64,
+) {
     let org_id = ck.org_id.to_string();
     match &ex.org {
         Some(_) => ck.skip("org", &org_id),
@@ -271,6 +311,19 @@ fn check_org(ck: &mut Check, d: &DataOrg, ex: &Existing, plan: &mut Plan, ok: &m
         }
         if ex.domains.contains(&name) {
             ck.skip("domain", &name);
+            continue;
+        }
+        if let Some(other) = index.domains.get(&name).filter(|o| **o != org_id) {
+            ck.fail("domain", &name, format!("the domain belongs to organization {other}"));
+            continue;
+        }
+        // Users elsewhere whose user names end in it would hold this organization's login names.
+        if let Some(other) = index.names_elsewhere_in(&name, &org_id) {
+            ck.fail(
+                "domain",
+                &name,
+                format!("users of organization {other} have user names in this domain; they must be renamed first"),
+            );
             continue;
         }
         primary += usize::from(dm.is_primary && ex.org.is_none());
@@ -546,6 +599,18 @@ fn check_user_slot(
             kind,
             id,
             format!("the user name '{}' is taken by user {other} of organization {org}", username.trim()),
+        );
+        return false;
+    }
+    // It would be a login name of that organization and take its user's sign-ins.
+    if let Some(org) = index.foreign_domain_of(username, ck.org_id) {
+        ck.fail(
+            kind,
+            id,
+            format!(
+                "the user name '{}' ends in a domain of organization {org}; choose another user name",
+                username.trim()
+            ),
         );
         return false;
     }
