@@ -10,6 +10,7 @@ use std::alloc::Layout;
 use std::cell::RefCell;
 use std::ptr::NonNull;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use argon2::password_hash::{Output, PasswordHash};
 use argon2::{Algorithm, Argon2, Block, Params, Version};
@@ -170,6 +171,52 @@ impl Workers {
     }
 }
 
+/// How long a failed verification takes at least. An unknown user is checked against a hash
+/// with latch's own parameters, but an imported user whose hash has not been replaced yet (no
+/// sign-in since the import) is checked against that hash: bcrypt of cost 10 takes several
+/// times as long as latch's argon2id, so the time of a wrong password would tell that such a
+/// user exists. A failure therefore answers no sooner than the slowest failed verification of
+/// the last one or two windows took (up to [`PACE_CAP`]): once anyone has hit a slow hash,
+/// every failure takes as long for a while. Successes are not held back (whoever knows the
+/// password knows the user exists), and neither is the queue for the hashing threads counted,
+/// which every request waits in alike.
+#[derive(Default)]
+struct FailurePace {
+    windows: std::sync::Mutex<PaceWindows>,
+}
+
+#[derive(Default)]
+struct PaceWindows {
+    started: Option<Instant>,
+    current: Duration,
+    previous: Duration,
+}
+
+/// How long the slowest failure is remembered: one to two of these.
+const PACE_WINDOW: Duration = Duration::from_secs(600);
+/// Failures are held back to at most this long (bcrypt up to cost 13 or so); hashes slower
+/// than this still take longer to fail.
+const PACE_CAP: Duration = Duration::from_secs(1);
+
+impl FailurePace {
+    /// Records a failure whose verification took `took`; returns how long it must take.
+    fn floor_after(&self, took: Duration) -> Duration {
+        let mut w = self.windows.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = Instant::now();
+        match w.started.map(|s| now.duration_since(s)) {
+            Some(age) if age < PACE_WINDOW => {}
+            Some(age) if age < 2 * PACE_WINDOW => {
+                w.previous = w.current;
+                w.current = Duration::ZERO;
+                w.started = Some(now);
+            }
+            _ => *w = PaceWindows { started: Some(now), ..PaceWindows::default() },
+        }
+        w.current = w.current.max(took.min(PACE_CAP));
+        w.current.max(w.previous)
+    }
+}
+
 #[derive(Clone)]
 pub struct PasswordHasher {
     params: Argon2Params,
@@ -177,6 +224,7 @@ pub struct PasswordHasher {
     /// A hash of a random password, verified against when the user is unknown so that unknown
     /// and known users take the same time.
     dummy: Arc<std::sync::OnceLock<String>>,
+    pace: Arc<FailurePace>,
 }
 
 impl std::fmt::Debug for PasswordHasher {
@@ -192,7 +240,12 @@ fn hashing(e: impl std::fmt::Display) -> PasswordError {
 impl PasswordHasher {
     /// `threads` hashes run at once (one per core is the sensible bound).
     pub fn new(params: Argon2Params, threads: usize) -> Self {
-        Self { params, workers: Arc::new(Workers::start(threads)), dummy: Arc::new(std::sync::OnceLock::new()) }
+        Self {
+            params,
+            workers: Arc::new(Workers::start(threads)),
+            dummy: Arc::new(std::sync::OnceLock::new()),
+            pace: Arc::new(FailurePace::default()),
+        }
     }
 
     /// Runs `f` on a hashing thread.
@@ -267,10 +320,25 @@ impl PasswordHasher {
         self.run(move || Self::hash_blocking(params, &password)).await?
     }
 
+    /// A failure (a wrong password, an unusable hash) takes as long as the slowest failure of
+    /// late ([`FailurePace`]).
     pub async fn verify(&self, password: &str, stored: &str) -> Result<bool, PasswordError> {
         let password = password.to_string();
         let stored = stored.to_string();
-        self.run(move || Self::verify_blocking(&password, &stored)).await?
+        let (ok, took) = self
+            .run(move || {
+                let started = Instant::now();
+                let ok = Self::verify_blocking(&password, &stored);
+                (ok, started.elapsed())
+            })
+            .await?;
+        if !matches!(ok, Ok(true)) {
+            let floor = self.pace.floor_after(took);
+            if let Some(rest) = floor.checked_sub(took).filter(|d| !d.is_zero()) {
+                tokio::time::sleep(rest).await;
+            }
+        }
+        ok
     }
 }
 
@@ -374,6 +442,36 @@ mod tests {
         let results = futures_join(checks).await;
         assert_eq!(results.iter().filter(|ok| **ok).count(), 10);
         assert!(!hasher.verify("pw", "$argon2id$v=19$m=1024,t=1,p=1$broken").await.unwrap());
+    }
+
+    // A wrong password for a user with a slow imported hash (bcrypt, cost 10) takes far longer
+    // than latch's own cheap argon2 here; afterwards an unknown user's failure takes as long,
+    // and so does a wrong password against latch's own hash. A success is not held back.
+    #[tokio::test]
+    async fn failures_take_as_long_as_the_slowest_failure_of_late() {
+        let hasher = PasswordHasher::new(Argon2Params { memory_kib: 1024, iterations: 1, parallelism: 1 }, 1);
+        let own = hasher.hash("pw").await.unwrap();
+        hasher.verify_nobody("warm-up").await;
+        let timed = async |password: &str, stored: &str| {
+            let started = Instant::now();
+            let ok = hasher.verify(password, stored).await.unwrap();
+            (ok, started.elapsed())
+        };
+        let (_, fast) = timed("nope", &own).await;
+        let bcrypt = "$2b$10$JyDM8jzGYVTdDzZaPAQ2Lu2uZ7xFA3dgQNoHGblMmpkkeIfG2GEYa";
+        let (ok, slow) = timed("password1", bcrypt).await;
+        assert!(!ok);
+        assert!(slow > fast * 5, "bcrypt {slow:?} against argon2 {fast:?}: the check needs a slow hash");
+        let started = Instant::now();
+        hasher.verify_nobody("guess").await;
+        let nobody = started.elapsed();
+        let (_, wrong) = timed("nope", &own).await;
+        for (what, took) in [("unknown user", nobody), ("wrong password", wrong)] {
+            assert!(took >= slow.mul_f64(0.9), "{what}: {took:?}, the slow failure {slow:?}");
+        }
+        let (ok, right) = timed("pw", &own).await;
+        assert!(ok);
+        assert!(right < slow / 2, "a success waits for nothing: {right:?}");
     }
 
     async fn futures_join<F: std::future::Future<Output = bool> + Send + 'static>(
