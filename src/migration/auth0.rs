@@ -8,7 +8,7 @@
 //! password. The password index is the only thing held in memory (one entry per record);
 //! users are streamed line by line.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -91,11 +91,45 @@ struct Passwords {
     /// By [`key`] of the user id and of the lower-case e-mail address.
     by_id: HashMap<u128, usize>,
     by_email: HashMap<u128, usize>,
+    /// Per record, the [`key`] of the user id it names (`auth0|` and its `_id` or `alt_id`).
+    owner: Vec<u128>,
+    /// The export's users ([`Users::scan`]): who may take a record by e-mail.
+    users: Users,
+}
+
+/// What a first pass over the user export learns: the [`key`]s of its user ids, and how many
+/// of its database users (`auth0|`) have each lower-case e-mail address.
+#[derive(Debug, Default)]
+struct Users {
+    ids: HashSet<u128>,
+    emails: HashMap<u128, u32>,
+}
+
+impl Users {
+    fn scan(path: &Path) -> Result<Self, Error> {
+        #[derive(Deserialize)]
+        struct Who {
+            user_id: Option<String>,
+            email: Option<String>,
+        }
+        let mut users = Users::default();
+        for_each_line(path, &ProgressBar::hidden(), |_, who: Who| {
+            let Some(id) = who.user_id else { return Ok(()) };
+            if id.starts_with("auth0|")
+                && let Some(e) = who.email.filter(|e| !e.is_empty())
+            {
+                *users.emails.entry(key(&e.to_lowercase())).or_default() += 1;
+            }
+            users.ids.insert(key(&id));
+            Ok(())
+        })?;
+        Ok(users)
+    }
 }
 
 impl Passwords {
-    fn load(path: &Path, pb: &ProgressBar) -> Result<Self, Error> {
-        let mut p = Passwords::default();
+    fn load(path: &Path, users: Users, pb: &ProgressBar) -> Result<Self, Error> {
+        let mut p = Passwords { users, ..Passwords::default() };
         for_each_line(path, pb, |line, rec: A0Password| {
             let Some(hash) = rec.password_hash.filter(|h| !h.is_empty()) else {
                 return Ok(());
@@ -118,6 +152,7 @@ impl Passwords {
             let user_id = format!("auth0|{local_id}");
             p.hashes.push(hash.into());
             p.by_id.insert(key(&user_id), index);
+            p.owner.push(key(&user_id));
             p.labels.push(email.clone().unwrap_or(user_id).into_boxed_str());
             p.used.push(false);
             if let Some(e) = email {
@@ -128,12 +163,21 @@ impl Passwords {
         Ok(p)
     }
 
-    /// The hash for a user: by id, then (database users only) by e-mail.
+    /// The hash for a user: by id, then (database users only) by e-mail, when the record is
+    /// the only one with that address, no other user of the export has the id it names, and no
+    /// other database user has the address: a record must not give one person's password to
+    /// another who shares the address (in another connection, say).
     fn find(&mut self, user_id: &str, email: &str) -> Option<&str> {
         let index = match self.by_id.get(&key(user_id)) {
             Some(i) => *i,
             None if user_id.starts_with("auth0|") && !email.is_empty() => {
-                *self.by_email.get(&key(&email.to_lowercase()))?
+                let address = key(&email.to_lowercase());
+                let i = *self.by_email.get(&address)?;
+                let owned = self.owner.get(i).is_some_and(|o| self.users.ids.contains(o));
+                if owned || self.users.emails.get(&address).copied().unwrap_or(0) > 1 {
+                    return None;
+                }
+                i
             }
             None => return None,
         };
@@ -162,7 +206,7 @@ pub fn run(
     let pb = progress_bar(opts.progress, total);
     let result = (|| {
         let mut index = match passwords {
-            Some(path) => Passwords::load(path, &pb)?,
+            Some(path) => Passwords::load(path, Users::scan(users)?, &pb)?,
             None => Passwords::default(),
         };
         let mut sink = Sink::create(opts, pb.clone())?;

@@ -119,6 +119,40 @@ fn database_users_fall_back_to_the_email_join() {
     assert_eq!(hash("google-oauth2|10"), Value::Null, "social users have no password");
 }
 
+// A record joined by e-mail must be no one else's: not when the user it names is in the export
+// (B's hash would let A sign in with B's password), nor when two database users share the
+// address.
+#[test]
+fn an_email_join_never_takes_another_users_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = options(&dir);
+    let passwords = ndjson(
+        &dir,
+        "passwords.ndjson",
+        &[
+            json!({"_id": {"$oid": "B"}, "email": "x@example.com", "passwordHash": NICO_HASH}),
+            json!({"_id": {"$oid": "gone"}, "email": "shared@example.com", "passwordHash": ALICE_HASH}),
+        ],
+    );
+    let users_file = ndjson(
+        &dir,
+        "users.ndjson",
+        &[
+            json!({"user_id": "auth0|A", "email": "x@example.com", "username": "a"}),
+            json!({"user_id": "auth0|B", "email": "x@example.com", "username": "b"}),
+            json!({"user_id": "auth0|C", "email": "shared@example.com", "username": "c"}),
+            json!({"user_id": "auth0|D", "email": "Shared@example.com", "username": "d"}),
+        ],
+    );
+    run(&o, &users_file, Some(&passwords), None).unwrap();
+    let all = users(&o);
+    let hash = |id: &str| user(&all, id)["user"]["hashedPassword"]["value"].clone();
+    assert_eq!(hash("auth0|B"), NICO_HASH, "by id");
+    assert_eq!(hash("auth0|A"), Value::Null, "B's record, though A comes first and has the address");
+    assert_eq!(hash("auth0|C"), Value::Null, "two database users have the address");
+    assert_eq!(hash("auth0|D"), Value::Null);
+}
+
 #[test]
 fn email_verified_is_kept_or_forced() {
     let dir = tempfile::tempdir().unwrap();
