@@ -82,6 +82,13 @@ pub async fn insert_machine(
     if user::username_taken(c, username).await? {
         return Err(ApiError::exists("a user with this user name already exists").with_id("USER-AlreadyExists"));
     }
+    // A machine user's user name is the client_id of its client_credentials tokens (and names it
+    // at revocation): the client id of an application, of any organization, would make its
+    // tokens pass for that application's.
+    if crate::store::app::get_by_client_id(c, username.trim()).await?.is_some() {
+        return Err(ApiError::invalid("the user name is the client id of an application; choose another user name")
+            .with_id("USER-NameIsClientId"));
+    }
     let user_id = user_id.unwrap_or_else(new_id);
     if user::get(c, &user_id).await?.is_some() {
         return Err(ApiError::exists("a user with this id already exists").with_id("USER-AlreadyExists"));

@@ -26,6 +26,12 @@ on_both!(machine_users_and_secrets, |srv| {
         .err(409, 6);
     srv.post("/management/v1/users/machine", json!({"userName": "robot", "name": "again"})).await.err(409, 6);
     srv.post("/management/v1/users/machine", json!({"userName": "nameless"})).await.err(400, 3);
+    // An application's client id is no user name: the machine user's tokens would carry it as
+    // their client_id and audience.
+    let (client_id, _, _) = crate::browser::oidc_app(srv, json!({})).await;
+    let r = srv.post("/management/v1/users/machine", json!({"userName": client_id, "name": "Mimic"})).await;
+    r.err(400, 3);
+    assert!(r.body["message"].as_str().unwrap().contains("client id"), "{}", r.body);
     srv.post("/management/v1/users/machine", json!({"userName": "r", "name": "R", "description": "d".repeat(501)}))
         .await
         .err(400, 3);
