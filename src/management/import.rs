@@ -196,7 +196,14 @@ pub async fn import_human(
     let mut tx = state.db.begin().await?;
     let user_id = insert(&state, &mut tx, &caller.org_id, None, prepared, None, now).await?;
     tx.commit().await?;
-    let mut c = state.db.conn().await?;
-    notify(&state, &mut c, &user_id).await?;
+    // The user is stored: a code that could not be stored is logged, not answered with an error
+    // (a retry would meet "already exists"); the code can be sent again.
+    let sent = match state.db.conn().await {
+        Ok(mut c) => notify(&state, &mut c, &user_id).await,
+        Err(e) => Err(e.into()),
+    };
+    if let Err(e) = sent {
+        tracing::warn!(user_id, error = %e.message, "the imported user's code could not be stored");
+    }
     Ok(Json(AddUserResponse { user_id, details: Details::created(now, &caller.org_id) }))
 }
