@@ -12,7 +12,7 @@ use crate::api::{ApiError, ApiJson, Caller};
 use crate::app::AppState;
 use crate::domain::roles::{IAM_ROLES, ORG_ROLES, Permission};
 use crate::store::member::{self, Scope};
-use crate::store::{StoreError, user};
+use crate::store::{Conn, StoreError, user};
 
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
@@ -110,6 +110,9 @@ pub async fn update(
     let roles = check_roles(req_name, roles, scope_roles(scope))?;
     let now = state.clock.now();
     let mut tx = state.db.begin().await?;
+    if scope == Scope::Iam {
+        keep_an_owner(&mut tx, user_id, roles.iter().any(|r| r == "IAM_OWNER")).await?;
+    }
     if member::get(&mut tx, scope, scope_id, user_id).await?.is_none() {
         return Err(ApiError::not_found("member not found").with_id("MEMBER-NotFound"));
     }
@@ -120,11 +123,33 @@ pub async fn update(
 
 pub async fn remove(state: &AppState, scope: Scope, scope_id: &str, user_id: &str) -> ApiResult<Json<DetailsResponse>> {
     let now = state.clock.now();
-    let mut c = state.db.conn().await?;
-    if !member::remove(&mut c, scope, scope_id, user_id).await? {
+    let mut tx = state.db.begin().await?;
+    if scope == Scope::Iam {
+        keep_an_owner(&mut tx, user_id, false).await?;
+    }
+    if !member::remove(&mut tx, scope, scope_id, user_id).await? {
         return Err(ApiError::not_found("member not found").with_id("MEMBER-NotFound"));
     }
+    tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::changed(now, scope_id) }))
+}
+
+/// Refuses a change after which user `user_id` would no longer own the instance
+/// (`keeps_ownership` false: its membership removed or its `IAM_OWNER` role taken away, the
+/// user deleted) when it is the instance's last owner: nobody could manage administrators
+/// again without editing the database. Call inside the transaction that makes the change.
+pub async fn keep_an_owner(tx: &mut Conn, user_id: &str, keeps_ownership: bool) -> ApiResult<()> {
+    if keeps_ownership {
+        return Ok(());
+    }
+    let owners = member::iam_owners_locked(tx).await?;
+    if owners.len() == 1 && owners[0] == user_id {
+        return Err(ApiError::precondition(
+            "the instance's last IAM_OWNER cannot be removed; make another owner first",
+        )
+        .with_id("MEMBER-LastOwner"));
+    }
+    Ok(())
 }
 
 pub async fn list(

@@ -262,19 +262,20 @@ pub async fn load_user(c: &mut Conn, caller: &Caller, user_id: &str) -> ApiResul
 
 /// User `user_id` of the caller's organization, to be changed (credentials, keys, state, e-mail,
 /// profile, deletion). An administrator is changed only by a caller who may manage
-/// administrators of that level: an instance member by one with `IamMemberWrite`, an
-/// organization member by one with `OrgMemberWrite`; otherwise a user manager could give
-/// itself an owner's powers by setting the owner's password or adding a token to its account.
-/// Everyone may change their own account.
+/// administrators of that level: an instance member by one with `IamMemberWrite`, a member of
+/// any organization or project by one with `OrgMemberWrite`; otherwise a user manager could
+/// give itself an owner's powers by setting the owner's password or adding a token to its
+/// account. Memberships count wherever they are: members need not belong to the organization,
+/// so a user of this organization may own another. Everyone may change their own account.
 pub async fn load_user_to_change(c: &mut Conn, caller: &Caller, user_id: &str) -> ApiResult<User> {
     let u = load_user(c, caller, user_id).await?;
     if u.user_id == caller.user_id {
         return Ok(u);
     }
-    let (iam, org) = member::roles_of(c, &u.user_id, &u.org_id).await?;
-    let needed = if !iam.is_empty() {
+    let held = member::held(c, &u.user_id).await?;
+    let needed = if held.iam {
         Some(Permission::IamMemberWrite)
-    } else if !org.is_empty() {
+    } else if held.other {
         Some(Permission::OrgMemberWrite)
     } else {
         None
@@ -536,6 +537,7 @@ pub async fn remove(
     let now = state.clock.now();
     let mut tx = state.db.begin().await?;
     let u = load_user_to_change(&mut tx, &caller, &user_id).await?;
+    super::members::keep_an_owner(&mut tx, &u.user_id, false).await?;
     user::delete(&mut tx, &u.user_id).await?;
     tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))

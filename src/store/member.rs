@@ -137,12 +137,46 @@ pub async fn remove(c: &mut Conn, scope: Scope, scope_id: &str, user_id: &str) -
     Ok(r.rows_affected() == 1)
 }
 
-/// Whether a user holds any administrative membership: of the instance, of any organization
-/// (members need not belong to the organization) or of any project.
-pub async fn holds_any(c: &mut Conn, user_id: &str) -> Result<bool> {
-    let n: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM member WHERE user_id = $1").bind(user_id).fetch_one(&mut *c).await?;
-    Ok(n > 0)
+/// Which administrative memberships a user holds anywhere: of the instance, of any organization
+/// (members need not belong to the organization) and of any project.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    pub iam: bool,
+    /// Of an organization or a project, whichever.
+    pub other: bool,
+}
+
+impl Held {
+    pub fn any(self) -> bool {
+        self.iam || self.other
+    }
+}
+
+pub async fn held(c: &mut Conn, user_id: &str) -> Result<Held> {
+    let kinds: Vec<String> = sqlx::query_scalar("SELECT DISTINCT member_kind FROM member WHERE user_id = $1")
+        .bind(user_id)
+        .fetch_all(&mut *c)
+        .await?;
+    Ok(Held { iam: kinds.iter().any(|k| k == "iam"), other: kinds.iter().any(|k| k != "iam") })
+}
+
+/// The instance's owners (members holding `IAM_OWNER`). On PostgreSQL the instance's member rows
+/// stay locked until the transaction ends (SQLite's write transaction holds the whole
+/// database), so that two changes at once cannot each leave the other's owner as the last.
+pub async fn iam_owners_locked(c: &mut Conn) -> Result<Vec<String>> {
+    let lock = if c.backend_name() == "PostgreSQL" { " FOR UPDATE" } else { "" };
+    let rows: Vec<(String, String)> =
+        sqlx::query_as(&format!("SELECT user_id, roles FROM member WHERE member_kind = 'iam' AND scope_id = ''{lock}"))
+            .fetch_all(&mut *c)
+            .await?;
+    let mut owners = Vec::new();
+    for (user_id, roles) in rows {
+        let roles: Vec<String> = from_json("member.roles", &roles)?;
+        if roles.iter().any(|r| r == "IAM_OWNER") {
+            owners.push(user_id);
+        }
+    }
+    Ok(owners)
 }
 
 /// The instance roles of a user and its roles in one organization, in one round trip.

@@ -118,6 +118,29 @@ on_both!(admin_setup_search_get_and_iam_members, |srv| {
     let r = srv.post("/admin/v1/members/roles/_search", json!({})).await;
     assert!(r.ok()["result"].as_array().unwrap().contains(&json!("IAM_OWNER")));
 
+    // The instance keeps an owner: the first-instance human and machine both own it; once the
+    // human is gone, the machine (the caller here) is the last and stays.
+    let owners = srv.post("/admin/v1/members/_search", json!({})).await;
+    let owners: Vec<String> =
+        owners.ok()["result"].as_array().unwrap().iter().map(|m| m["userId"].as_str().unwrap().to_string()).collect();
+    let mut c = srv.state.db.conn().await.unwrap();
+    let admin = latch::store::user::get_by_username(&mut c, "admin").await.unwrap().unwrap().user_id;
+    drop(c);
+    let machine = owners.iter().find(|id| **id != admin).unwrap().clone();
+    srv.delete(&format!("/admin/v1/members/{admin}")).await.ok();
+    let last = |r: crate::harness::Resp| {
+        let msg = r.err(400, 9);
+        assert!(msg.contains("last IAM_OWNER"), "{msg}");
+    };
+    last(srv.delete(&format!("/admin/v1/members/{machine}")).await);
+    last(srv.put(&format!("/admin/v1/members/{machine}"), json!({"roles": ["IAM_OWNER_VIEWER"]})).await);
+    last(srv.delete(&format!("/management/v1/users/{machine}")).await);
+    srv.put(&format!("/admin/v1/members/{machine}"), json!({"roles": ["IAM_OWNER", "IAM_USER_MANAGER"]})).await.ok();
+    // An owner who is not the last may go, with its user.
+    srv.post("/admin/v1/members", json!({"userId": hank, "roles": ["IAM_OWNER"]})).await.ok();
+    srv.call_as(Some(&srv.pat), Some(&org), "DELETE", &format!("/management/v1/users/{hank}"), json!(null)).await.ok();
+    assert_eq!(srv.post("/admin/v1/members/_search", json!({})).await.ok()["details"]["totalResult"], "1");
+
     // An organization owner cannot use the admin API.
     let (_, owner) = srv.machine_with_roles(None, "owner", &["ORG_OWNER"]).await;
     srv.call_as(Some(&owner), None, "POST", "/admin/v1/orgs/_setup", json!({})).await.err(403, 7);

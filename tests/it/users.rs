@@ -339,6 +339,24 @@ on_both!(administrators_are_changed_only_by_who_may_manage_them, |srv| {
     let (iam_mgr_id, iam_mgr) = srv.machine_with_roles(None, "iam-user-manager", &[]).await;
     srv.post("/admin/v1/members", json!({"userId": iam_mgr_id, "roles": ["IAM_USER_MANAGER"]})).await.ok();
     let (plain, _) = srv.machine_with_roles(None, "plain", &[]).await;
+    // Owners elsewhere: users of this organization with no role in it, one owning another
+    // organization, one owning a project.
+    let (owner_elsewhere, _) = srv.machine_with_roles(None, "owner-elsewhere", &[]).await;
+    let other =
+        srv.post("/management/v1/orgs", json!({"name": "Elsewhere"})).await.ok()["id"].as_str().unwrap().to_string();
+    let members = "/management/v1/orgs/me/members";
+    let body = json!({"userId": owner_elsewhere, "roles": ["ORG_OWNER"]});
+    srv.call_as(Some(&srv.pat), Some(&other), "POST", members, body).await.ok();
+    let (project_owner, _) = srv.machine_with_roles(None, "project-owner", &[]).await;
+    let project =
+        srv.post("/management/v1/projects", json!({"name": "Owned"})).await.ok()["id"].as_str().unwrap().to_string();
+    // (Project members come only with an import: written to the store here.)
+    let mut c = srv.state.db.conn().await.unwrap();
+    let roles = ["PROJECT_OWNER".to_string()];
+    latch::store::member::insert(&mut c, latch::store::member::Scope::Project, &project, &project_owner, &roles, 0)
+        .await
+        .unwrap();
+    drop(c);
     let pats = srv.count("pat").await;
 
     let machine_calls = |id: &str| {
@@ -362,7 +380,14 @@ on_both!(administrators_are_changed_only_by_who_may_manage_them, |srv| {
     // User managers cannot change an instance owner; the organization's user manager cannot
     // change the organization's owner, nor can the instance's (it may not manage org members).
     for (who, token) in [("org user manager", &org_mgr), ("iam user manager", &iam_mgr)] {
-        let calls = [machine_calls(&owner_machine), human_calls(&admin), machine_calls(&org_owner)].concat();
+        let calls = [
+            machine_calls(&owner_machine),
+            human_calls(&admin),
+            machine_calls(&org_owner),
+            machine_calls(&owner_elsewhere),
+            machine_calls(&project_owner),
+        ]
+        .concat();
         for (method, path, body) in calls {
             let r = srv.call_as(Some(token), None, method, &path, body).await;
             let msg = r.err(403, 7);

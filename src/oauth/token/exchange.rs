@@ -251,7 +251,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
             // End users only: an administrator's token would carry its powers to the actor. Any
             // membership counts, in any organization or project: the management API takes the
             // organization from a header, and members need not belong to it.
-            if member::holds_any(&mut c, &subject.user.user_id).await? {
+            if member::held(&mut c, &subject.user.user_id).await?.any() {
                 return Err(OAuthError::new(ErrorCode::AccessDenied, "administrators cannot be impersonated"));
             }
             let mut act = json!({"iss": state.settings.issuer, "sub": a.user.user_id});
