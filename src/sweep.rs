@@ -10,16 +10,22 @@ use crate::store::{Db, Result};
 /// Used codes are kept ten minutes past their expiry, so a late reuse still revokes its grant.
 const CODE_GRACE: i64 = 600;
 
-/// (table, primary key columns, how long past `expires_at` a row is kept)
-const TABLES: [(&str, &str, i64); 8] = [
-    ("auth_request", "auth_request_id", 0),
-    ("auth_code", "code_hash", CODE_GRACE),
-    ("session", "session_id", 0),
-    ("session_client", "session_id, client_id", 0),
-    ("refresh_token", "token_hash", 0),
-    ("revocation", "revoked_key", 0),
-    ("assertion_jti", "jti_key", 0),
-    ("user_code", "user_id, purpose", 0),
+/// An application noted in a session (for its logout token) stays while the session lives: the
+/// note's expiry is the session's when the application was noted, and a later sign-in renews
+/// the session but not the notes of the other applications in it.
+const WHILE_THE_SESSION_LIVES: &str = " AND NOT EXISTS (SELECT 1 FROM session s \
+     WHERE s.session_id = session_client.session_id AND s.expires_at >= $1)";
+
+/// (table, primary key columns, how long past `expires_at` a row is kept, a further condition)
+const TABLES: [(&str, &str, i64, &str); 8] = [
+    ("auth_request", "auth_request_id", 0, ""),
+    ("auth_code", "code_hash", CODE_GRACE, ""),
+    ("session", "session_id", 0, ""),
+    ("session_client", "session_id, client_id", 0, WHILE_THE_SESSION_LIVES),
+    ("refresh_token", "token_hash", 0, ""),
+    ("revocation", "revoked_key", 0, ""),
+    ("assertion_jti", "jti_key", 0, ""),
+    ("user_code", "user_id, purpose", 0, ""),
 ];
 
 /// Rows deleted per table in one round.
@@ -35,9 +41,10 @@ impl Report {
 /// One round: deletes expired rows, `batch` at a time, at most `max_batches` per table.
 pub async fn sweep(db: &Db, now: i64, batch: i64, max_batches: usize) -> Result<Report> {
     let mut report = Report::default();
-    for (table, key, grace) in TABLES {
-        let sql =
-            format!("DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} WHERE expires_at < $1 LIMIT $2)");
+    for (table, key, grace, unless) in TABLES {
+        let sql = format!(
+            "DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} WHERE expires_at < $1{unless} LIMIT $2)"
+        );
         let mut deleted = 0u64;
         for _ in 0..max_batches {
             let mut c = db.conn().await?;

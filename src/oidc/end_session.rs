@@ -1,8 +1,11 @@
 //! `GET`/`POST /oidc/v1/end_session` (RP-Initiated Logout 1.0): ends the browser's sessions
 //! (or, with an `id_token_hint`, that subject's session in this browser), which makes the tokens
 //! bound to them inactive, then returns to a registered `post_logout_redirect_uri` or shows the
-//! signed-out page. Without a hint, while the browser has sessions, it first asks the person
+//! signed-out page. Without a hint, or with one that names no session of this browser (an old
+//! ID token, another device's), while the browser has sessions, it first asks the person
 //! (section 2: the OP MUST ask then), so that another site cannot sign them out with a link.
+//! A POST from another site carries no cookie (`SameSite=Lax`): it is sent on as a GET, which
+//! does, so that a relying party's logout form signs the person out.
 
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -23,6 +26,8 @@ use crate::store::{Conn, refresh, revocation, session};
 #[derive(Deserialize)]
 struct HintClaims {
     sub: String,
+    #[serde(default)]
+    sid: Option<String>,
     #[serde(default)]
     azp: Option<String>,
     #[serde(default)]
@@ -123,10 +128,13 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
         _ => None,
     };
     let browser = cookie::existing(headers, state.settings.secure_cookies);
-    // Without a hint every session of the browser would end: only once the person said so on
-    // latch's own page (a form posted with a value derived from this browser's cookie).
+    if posted && browser.is_none() && confirmed.is_none() {
+        return as_get(&pairs);
+    }
+    // Without a hint every session of the browser would end, and a hint that names none of its
+    // sessions does not speak for this person: only once the person said so on latch's own page
+    // (a form posted with a value derived from this browser's cookie).
     if let Some(b) = &browser
-        && hint.is_none()
         && !(posted
             && confirmed.is_some_and(|v| {
                 aws_lc_rs::constant_time::verify_slices_are_equal(v.as_bytes(), b.derived(CONFIRM).as_bytes()).is_ok()
@@ -134,6 +142,10 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
     {
         match session::of_browser(&mut c, &b.key, state.clock.now()).await {
             Ok(live) if live.is_empty() => {}
+            Ok(live)
+                if hint.as_ref().is_some_and(|h| {
+                    live.iter().any(|s| h.sid.as_deref() == Some(s.session_id.as_str()) && s.user_id == h.sub)
+                }) => {}
             Ok(_) => {
                 // The form's answer redirects to the client: a form target in the CSP.
                 let origin = target.as_deref().and_then(|u| url::Url::parse(u).ok()).map(|u| pages::form_target(&u));
@@ -211,6 +223,18 @@ async fn revoke_sessions(
         refresh::revoke_sessions(c, ids, now).await?;
     }
     Ok(())
+}
+
+/// A POST without the browser's cookie, sent on as a GET with the same parameters: a
+/// cross-site form post carries no `SameSite=Lax` cookie, a top-level GET does.
+fn as_get(pairs: &[(String, String)]) -> Response {
+    let query = form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish();
+    let mut r = StatusCode::SEE_OTHER.into_response();
+    if let Ok(v) = HeaderValue::from_str(&format!("{}?{query}", crate::paths::END_SESSION)) {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
 }
 
 fn respond(t: &Texts, target: Option<String>, st: Option<&str>) -> Response {

@@ -495,6 +495,34 @@ async fn logout_receiver() -> (String, tokio::sync::mpsc::UnboundedReceiver<Stri
     (format!("http://{addr}/backchannel"), rx)
 }
 
+// An application noted in a session for its logout token stays noted while the session lives,
+// past the note's own expiry (the session's when the application was noted: a later sign-in
+// renews the session, not the notes of the other applications in it). It goes with the session.
+on_both!(an_applications_note_lasts_as_long_as_its_session, |srv| {
+    use latch::store::{session, session_client};
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    let now = latch::clock::Clock::now(&*srv.clock);
+    let mut c = srv.state.db.conn().await.unwrap();
+    let renewed = session::NewSession {
+        session_id: "s1".into(),
+        ua_key: vec![7; 32],
+        user_id: alice,
+        auth_time: now,
+        amr: vec!["pwd".into()],
+        now,
+        expires_at: now + 1000,
+    };
+    session::upsert(&mut c, &renewed).await.unwrap();
+    session_client::note(&mut c, "s1", "app-noted-before", now + 100).await.unwrap();
+    drop(c);
+    let sweep = async |at: i64| latch::sweep::sweep(&srv.state.db, at, 100, 10).await.unwrap();
+    sweep(now + 500).await;
+    assert_eq!(srv.count("session_client").await, 1, "the session lives: its logout token is still owed");
+    sweep(now + 1001).await;
+    assert_eq!(srv.count("session").await, 0);
+    assert_eq!(srv.count("session_client").await, 0);
+});
+
 on_both!(back_channel_logout_notifies_the_applications_of_the_session, |srv| {
     let alice = human(srv, "alice", "Wonder-land1").await;
     let (uri, mut received) = logout_receiver().await;
@@ -703,6 +731,45 @@ on_both!(a_logout_without_a_hint_asks_first, |srv| {
     // Nothing left to end: no question.
     let again = b.get(&url).await;
     assert_eq!(again.status, 303);
+});
+
+// A hint that names no session of this browser (an ID token from another device, or from a
+// session that has ended) does not speak for the person: latch asks first (RP-Initiated Logout
+// 1.0, section 2). A POST from another site carries no cookie (SameSite=Lax) and is sent on as a
+// GET, which carries it, so a relying party's logout form does sign the person out.
+on_both!(a_foreign_logout_hint_asks_and_a_cookieless_post_is_sent_on, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    let signed_in = async |b: &Browser| {
+        let (code, verifier) = code_for(srv, b, &client_id, "openid").await;
+        let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+        t.ok()["id_token"].as_str().unwrap().to_string()
+    };
+    let (phone, laptop) = (Browser::new(srv), Browser::new(srv));
+    let phones = signed_in(&phone).await;
+    let laptops = signed_in(&laptop).await;
+    let asked = laptop.get(&format!("/oidc/v1/end_session?id_token_hint={phones}")).await;
+    assert_eq!(asked.status, 200, "{}", asked.html);
+    assert!(asked.html.contains("name=\"confirm\""), "{}", asked.html);
+    assert_eq!(srv.count("session").await, 2, "nothing ended by the question");
+    // The relying party's form, posted from its own site: no cookie comes along.
+    let bye = "https://app.example.com/bye";
+    let fields = [("id_token_hint", laptops.as_str()), ("post_logout_redirect_uri", bye), ("state", "s1")];
+    let sent_on = Browser::new(srv).post("/oidc/v1/end_session", &fields).await;
+    assert_eq!(sent_on.status, 303, "{}", sent_on.html);
+    let get = sent_on.location().to_string();
+    assert!(get.starts_with("/oidc/v1/end_session?") && get.contains("state=s1"), "{get}");
+    assert_eq!(srv.count("session").await, 2);
+    // The browser follows as a top-level GET, with its cookie: its own hint ends its session.
+    let done = laptop.get(&get).await;
+    assert_eq!(done.status, 303, "{}", done.html);
+    assert_eq!(done.location(), format!("{bye}?state=s1"));
+    assert_eq!(srv.count("session").await, 1, "the phone's session is left");
+    // The laptop's hint, now of an ended session, asks the phone before anything ends.
+    let asked = phone.get(&format!("/oidc/v1/end_session?id_token_hint={laptops}")).await;
+    assert!(asked.html.contains("name=\"confirm\""), "{}", asked.html);
+    assert_eq!(srv.count("session").await, 1);
 });
 
 // A revocation outlasts the tokens it concerns, also those issued before the lifetimes were

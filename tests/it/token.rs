@@ -544,6 +544,26 @@ on_both!(at_hash_follows_the_signing_key, |srv| {
     }
 });
 
+// A logout between the sign-in and the code's exchange: the exchange gives nothing, and the
+// refresh token stored with the redemption is revoked (it would have outlived the session's
+// revocation entry, which is kept only as long as signed tokens live).
+on_both!(a_code_exchanged_after_its_logout_gives_nothing, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+    b.sign_out("/oidc/v1/end_session").await;
+    assert_eq!(srv.count("session").await, 0);
+    let r = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    r.err(400, "invalid_grant");
+    assert!(r.body["error_description"].as_str().unwrap().contains("ended"), "{}", r.body);
+    let mut c = srv.state.db.conn().await.unwrap();
+    let (live,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM refresh_token WHERE revoked_at IS NULL").fetch_one(&mut *c).await.unwrap();
+    assert_eq!(live, 0, "no live refresh token is left");
+});
+
 on_both!(code_reuse_revokes_the_refresh_chain, |srv| {
     let (client_id, secret, _) = oidc_app(srv, json!({})).await;
     let secret = secret.unwrap();

@@ -18,6 +18,7 @@ use crate::oauth::issue::{self, Grant};
 use crate::oauth::scope::Scopes;
 use crate::store::code::{self, Redeemed};
 use crate::store::from_json;
+use crate::store::revocation;
 
 const ALL: [Method; 4] = [Method::Basic, Method::Post, Method::None, Method::PrivateKeyJwt];
 
@@ -94,6 +95,18 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     let u = state.cache.user(&mut c, &data.user_id).await?.filter(|u| u.state == UserState::Active);
     let u = u.ok_or_else(|| OAuthError::invalid_grant("the user is not active"))?;
     if data.auth_time < u.tokens_valid_from {
+        return Err(OAuthError::invalid_grant("the sign-in of this code was ended"));
+    }
+    // A logout between the sign-in and the exchange: the refresh token stored with the
+    // redemption would outlive the session's revocation entry (kept only as long as signed
+    // tokens live), so the grant is revoked with it.
+    let session_ended = [revocation::session_key(&data.session_id)];
+    let ended = match state.revocations.check(&session_ended) {
+        Some(ended) => ended,
+        None => revocation::any_revoked(&mut c, &session_ended).await?,
+    };
+    if ended {
+        revoke_grant(state, &mut c, &grant_id).await?;
         return Err(OAuthError::invalid_grant("the sign-in of this code was ended"));
     }
     let subject =
