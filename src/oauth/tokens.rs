@@ -132,6 +132,20 @@ impl TokenService {
         serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()
     }
 
+    /// Whether the signing key a compact JWS names (`kid`) is one latch still has; `None` when it
+    /// is no JWS with a `kid`. A token whose key was retired and has since been removed cannot be
+    /// checked any more, which is not the same as a forged one.
+    pub fn signer_known(&self, token: &str) -> Option<bool> {
+        #[derive(serde::Deserialize)]
+        struct Header {
+            kid: Option<String>,
+        }
+        let (header, _) = token.split_once('.')?;
+        let header: Header = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(header).ok()?).ok()?;
+        let set = self.keys.current();
+        Some(LoadedKey::find(&set, &header.kid?).is_some())
+    }
+
     /// Seals `claims` into an opaque token with the newest token key.
     pub fn seal<T: Serialize>(&self, claims: &T) -> Result<String, TokenError> {
         let (generation, aead) = self.sealers.first().ok_or(TokenError::NoActiveKey)?;

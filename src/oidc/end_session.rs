@@ -94,10 +94,13 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
     };
     let asked = (client_id, redirect, st);
     // The hint identifies the client and the subject; an expired hint still does, a forged
-    // one is refused.
+    // one is refused. One signed by a key latch no longer has (retired and removed, while the
+    // relying party's session lasted longer) cannot be checked: it counts as no hint, so the
+    // person is asked, rather than kept signed in by an error page.
     let hint = match hint {
         Some(h) => match state.tokens.verify_id_token::<HintClaims>(h) {
             Some(c) => Some(c),
+            None if state.tokens.signer_known(h) == Some(false) => None,
             None => return bad(t.err_hint_invalid),
         },
         None => None,

@@ -770,6 +770,15 @@ on_both!(a_foreign_logout_hint_asks_and_a_cookieless_post_is_sent_on, |srv| {
     let asked = phone.get(&format!("/oidc/v1/end_session?id_token_hint={laptops}")).await;
     assert!(asked.html.contains("name=\"confirm\""), "{}", asked.html);
     assert_eq!(srv.count("session").await, 1);
+    // A hint signed by a key latch no longer has (here one it never had) cannot be checked: the
+    // person is asked, not shown an error that keeps them signed in.
+    let (robot, _) = srv.machine_with_roles(None, "robot", &[]).await;
+    let (kid, key) = crate::token::machine_key(srv, &robot).await;
+    let gone = crate::token::sign(&kid, &key, &json!({"iss": srv.base, "sub": "someone", "aud": client_id}));
+    let asked = phone.get(&format!("/oidc/v1/end_session?id_token_hint={gone}")).await;
+    assert_eq!(asked.status, 200, "{}", asked.html);
+    assert!(asked.html.contains("name=\"confirm\""), "{}", asked.html);
+    assert_eq!(srv.count("session").await, 1);
 });
 
 // A revocation outlasts the tokens it concerns, also those issued before the lifetimes were
