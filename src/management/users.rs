@@ -480,6 +480,9 @@ async fn change_state(
         return Err(ApiError::precondition(format!("the user cannot be {what} in state {}", u.state.name()))
             .with_id("USER-StateChange"));
     }
+    if matches!(to, UserState::Locked | UserState::Inactive) {
+        super::members::keep_an_owner(&mut tx, user_id, false).await?;
+    }
     user::set_state(&mut tx, user_id, to, now).await?;
     // Locking or deactivating ends what the user holds: unlocking or reactivating later does
     // not bring back tokens, codes or sessions issued before.

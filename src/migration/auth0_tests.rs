@@ -138,8 +138,9 @@ fn an_email_join_never_takes_another_users_record() {
         &dir,
         "users.ndjson",
         &[
+            // Only A has the address now (B's record kept an older one): the record is still B's.
             json!({"user_id": "auth0|A", "email": "x@example.com", "username": "a"}),
-            json!({"user_id": "auth0|B", "email": "x@example.com", "username": "b"}),
+            json!({"user_id": "auth0|B", "email": "b-now@example.com", "username": "b"}),
             json!({"user_id": "auth0|C", "email": "shared@example.com", "username": "c"}),
             json!({"user_id": "auth0|D", "email": "Shared@example.com", "username": "d"}),
         ],

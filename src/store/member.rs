@@ -160,15 +160,19 @@ pub async fn held(c: &mut Conn, user_id: &str) -> Result<Held> {
     Ok(Held { iam: kinds.iter().any(|k| k == "iam"), other: kinds.iter().any(|k| k != "iam") })
 }
 
-/// The instance's owners (members holding `IAM_OWNER`). On PostgreSQL the instance's member rows
-/// stay locked until the transaction ends (SQLite's write transaction holds the whole
-/// database), so that two changes at once cannot each leave the other's owner as the last.
+/// The instance's owners who can act (members holding `IAM_OWNER` whose account is active: a
+/// locked or deactivated owner cannot sign in or use its tokens). On PostgreSQL the instance's
+/// member rows stay locked until the transaction ends (SQLite's write transaction holds the
+/// whole database), so that two changes at once cannot each leave the other's owner as the last.
 pub async fn iam_owners_locked(c: &mut Conn) -> Result<Vec<String>> {
-    let lock = if c.backend_name() == "PostgreSQL" { " FOR UPDATE" } else { "" };
-    let rows: Vec<(String, String)> =
-        sqlx::query_as(&format!("SELECT user_id, roles FROM member WHERE member_kind = 'iam' AND scope_id = ''{lock}"))
-            .fetch_all(&mut *c)
-            .await?;
+    let lock = if c.backend_name() == "PostgreSQL" { " FOR UPDATE OF m" } else { "" };
+    let rows: Vec<(String, String)> = sqlx::query_as(&format!(
+        "SELECT m.user_id, m.roles FROM member m JOIN account a ON a.user_id = m.user_id \
+         WHERE m.member_kind = 'iam' AND m.scope_id = '' AND a.state = $1{lock}"
+    ))
+    .bind(crate::domain::enums::UserState::Active.number())
+    .fetch_all(&mut *c)
+    .await?;
     let mut owners = Vec::new();
     for (user_id, roles) in rows {
         let roles: Vec<String> = from_json("member.roles", &roles)?;

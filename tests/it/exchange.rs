@@ -157,6 +157,31 @@ on_both!(token_exchange, |srv| {
     .await;
     let narrowed = narrowed.ok()["access_token"].as_str().unwrap().to_string();
     exchange(vec![("subject_token", narrowed), ("subject_token_type", AT.to_string())]).await.ok();
+    // A sibling client of the same project may trade in the access token (its audience names
+    // the project, the API) but gets a grant of its own: revoking what it got leaves the first
+    // client's refresh chain alone.
+    let apps = format!("/management/v1/projects/{project}/apps/oidc");
+    let mut sibling = te_app.clone();
+    sibling["name"] = json!("sibling");
+    sibling["redirectUris"] = json!(["https://app.example.com/cb"]);
+    sibling["authMethodType"] = json!("OIDC_AUTH_METHOD_TYPE_BASIC");
+    let r = srv.post(&apps, sibling).await;
+    let (sib, sib_secret) =
+        (r.ok()["clientId"].as_str().unwrap().to_string(), r.body["clientSecret"].as_str().unwrap().to_string());
+    let form = [("grant_type", TE), ("subject_token", subject.as_str()), ("subject_token_type", AT)];
+    let r = token(srv, Some((&sib, &sib_secret)), &form).await;
+    let sib_refresh = r.ok()["refresh_token"].as_str().unwrap().to_string();
+    let revoke = reqwest::Client::new()
+        .post(srv.url("/oauth/v2/revoke"))
+        .basic_auth(&sib, Some(&sib_secret))
+        .form(&[("token", sib_refresh.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoke.status(), 200);
+    let own_refresh = t.body["refresh_token"].as_str().unwrap();
+    let form = [("grant_type", "refresh_token"), ("refresh_token", own_refresh)];
+    token(srv, Some((&client_id, &secret)), &form).await.ok();
     // What an exchange issues belongs to the subject token's session: the logout ends it.
     let userinfo = |at: String| async move {
         let r = reqwest::Client::new().get(srv.url("/oidc/v1/userinfo")).bearer_auth(at).send().await.unwrap();
@@ -174,7 +199,7 @@ on_both!(only_live_id_tokens_pass_as_id_tokens, |srv| {
     const ID: &str = "urn:ietf:params:oauth:token-type:id_token";
     human(srv, "alice", "Wonder-land1").await;
     let te_app = json!({"accessTokenType": "OIDC_TOKEN_TYPE_JWT", "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
-    let (client_id, secret, _) = oidc_app(srv, te_app.clone()).await;
+    let (client_id, secret, project) = oidc_app(srv, te_app.clone()).await;
     let secret = secret.unwrap();
     srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
     let b = Browser::new(srv);
@@ -216,7 +241,23 @@ on_both!(only_live_id_tokens_pass_as_id_tokens, |srv| {
     let out = b.get(&format!("/oidc/v1/end_session?id_token_hint={id_token}")).await;
     assert!(out.status == 303 || out.status == 200, "{}", out.status);
     exchange(id_token.clone()).await.err(400, "invalid_grant");
-    // An ID token issued to another client is not this one's to trade in, however live.
+    // An ID token issued to another client is not this one's to trade in, however live: not by
+    // a client of the same project either (the ID token's audience names the project too).
+    let apps = format!("/management/v1/projects/{project}/apps/oidc");
+    let mut sibling = te_app.clone();
+    sibling["name"] = json!("sibling");
+    sibling["redirectUris"] = json!(["https://app.example.com/cb"]);
+    sibling["authMethodType"] = json!("OIDC_AUTH_METHOD_TYPE_BASIC");
+    let r = srv.post(&apps, sibling).await;
+    let (sib, sib_secret) =
+        (r.ok()["clientId"].as_str().unwrap().to_string(), r.body["clientSecret"].as_str().unwrap().to_string());
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let fresh = t.ok()["id_token"].as_str().unwrap().to_string();
+    let form = [("grant_type", TE), ("subject_token", fresh.as_str()), ("subject_token_type", ID)];
+    let r = token(srv, Some((&sib, &sib_secret)), &form).await;
+    r.err(400, "invalid_grant");
+    assert!(r.body["error_description"].as_str().unwrap().contains("not issued to this client"), "{}", r.body);
     let (other, other_secret, _) = oidc_app(srv, te_app).await;
     let (code, verifier) = code_for(srv, &b, &other, "openid").await;
     let t = exchange_code(srv, Some((&other, other_secret.as_deref().unwrap())), &code, &verifier).await;

@@ -135,6 +135,15 @@ on_both!(admin_setup_search_get_and_iam_members, |srv| {
     last(srv.delete(&format!("/admin/v1/members/{machine}")).await);
     last(srv.put(&format!("/admin/v1/members/{machine}"), json!({"roles": ["IAM_OWNER_VIEWER"]})).await);
     last(srv.delete(&format!("/management/v1/users/{machine}")).await);
+    last(srv.post(&format!("/management/v1/users/{machine}/_deactivate"), json!({})).await);
+    last(srv.post(&format!("/management/v1/users/{machine}/_lock"), json!({})).await);
+    // An owner who cannot act (deactivated) does not count.
+    srv.post("/admin/v1/members", json!({"userId": hank, "roles": ["IAM_OWNER"]})).await.ok();
+    let users = |verb: &str| format!("/management/v1/users/{hank}/{verb}");
+    srv.call_as(Some(&srv.pat), Some(&org), "POST", &users("_deactivate"), json!({})).await.ok();
+    last(srv.delete(&format!("/admin/v1/members/{machine}")).await);
+    srv.call_as(Some(&srv.pat), Some(&org), "POST", &users("_reactivate"), json!({})).await.ok();
+    srv.delete(&format!("/admin/v1/members/{hank}")).await.ok();
     srv.put(&format!("/admin/v1/members/{machine}"), json!({"roles": ["IAM_OWNER", "IAM_USER_MANAGER"]})).await.ok();
     // An owner who is not the last may go, with its user.
     srv.post("/admin/v1/members", json!({"userId": hank, "roles": ["IAM_OWNER"]})).await.ok();

@@ -45,9 +45,12 @@ struct Party {
     auth_time: Option<i64>,
     amr: Vec<String>,
     /// The browser session and the grant the token belongs to: what the exchange issues belongs
-    /// to them too, so that a logout or a revoked grant (a reused code or refresh token) reaches it.
+    /// to the session too, so that a logout reaches it, and to the grant when the same client
+    /// asks, so that a revoked grant (a reused code or refresh token) does.
     session_id: Option<String>,
     grant_id: Option<String>,
+    /// The client the token was issued to (`client_id`; an ID token's `azp`).
+    client_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -59,6 +62,8 @@ struct IdClaims {
     iat: i64,
     #[serde(default)]
     sid: Option<String>,
+    #[serde(default)]
+    azp: Option<String>,
     #[serde(default)]
     aud: Value,
     #[serde(default)]
@@ -85,11 +90,13 @@ async fn active_user(c: &mut Conn, id: &str) -> OAuthResult<User> {
 }
 
 /// Reads an access token or an ID token (the types both subject and actor may use), which must
-/// have been issued for the requesting client: its audience names the client or the client's
-/// project (as Keycloak's standard token exchange asks). An ID token travels in URLs
-/// (`id_token_hint`) and is no credential, and a token meant for one client is not another's to
-/// trade in: without this, any client with the grant type could turn a user's ID token for
-/// application A into an access token that A's API takes.
+/// have been issued for the requesting client (as Keycloak's standard token exchange asks): an
+/// access token's audience names the client or the client's project (the API it may call), an
+/// ID token was issued to the client itself (`azp`; every ID token of a project also names the
+/// project, so the project would let the project's other clients in). An ID token travels in
+/// URLs (`id_token_hint`) and is no credential, and a token meant for one client is not
+/// another's to trade in: without this, any client with the grant type could turn a user's ID
+/// token for application A into an access token that A's API takes.
 async fn token_party(
     state: &AppState,
     c: &mut Conn,
@@ -99,7 +106,12 @@ async fn token_party(
     client: [&str; 2],
 ) -> OAuthResult<Party> {
     let party = read_token(state, c, token, kind, role).await?;
-    if !party.audience.iter().any(|a| client.contains(&a.as_str())) {
+    let issued_here = if party.id_token {
+        party.client_id.as_deref() == Some(client[0])
+    } else {
+        party.audience.iter().any(|a| client.contains(&a.as_str()))
+    };
+    if !issued_here {
         return Err(OAuthError::invalid_grant(format!("the {role} token was not issued to this client")));
     }
     Ok(party)
@@ -120,6 +132,7 @@ async fn read_token(state: &AppState, c: &mut Conn, token: &str, kind: &str, rol
                 amr: a.claims.amr.clone().unwrap_or_default(),
                 session_id: a.claims.sid.clone(),
                 grant_id: a.claims.gid.clone(),
+                client_id: Some(a.claims.client_id.clone()),
                 user: a.user,
             })
         }
@@ -151,6 +164,7 @@ async fn read_token(state: &AppState, c: &mut Conn, token: &str, kind: &str, rol
                 amr: claims.amr,
                 session_id: claims.sid,
                 grant_id: None,
+                client_id: claims.azp,
             })
         }
         REFRESH_TOKEN => Err(OAuthError::invalid_request(format!("a refresh token cannot be the {role} token"))),
@@ -231,6 +245,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
                 amr: actor.amr.clone(),
                 session_id: actor.session_id.clone(),
                 grant_id: actor.grant_id.clone(),
+                client_id: actor.client_id.clone(),
             }
         }
         kind => token_party(state, &mut c, subject_token, kind, "subject", this_client).await?,
@@ -304,8 +319,11 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     };
     // The session and grant of the one acting: the actor's when there is one (an impersonation
     // ends with the actor's session), else the subject token's.
+    // The grant only when this client holds it: another client's refresh token under it would
+    // let that client revoke the first one's chain (revocation and reuse detection end a grant).
     let from = actor.as_ref().unwrap_or(&subject);
-    let (session_id, grant_id) = (from.session_id.clone(), from.grant_id.clone());
+    let session_id = from.session_id.clone();
+    let grant_id = from.grant_id.clone().filter(|_| from.client_id.as_deref() == Some(client.app.client_id.as_str()));
     let subj = subject_of(state, &mut c, subject.user).await?;
     let g = Grant {
         client_id: client.app.client_id.clone(),
