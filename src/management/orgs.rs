@@ -32,23 +32,34 @@ pub struct AddOrgResponse {
 /// Creates an organization with a generated primary domain `{slug}.{external host}`. Used by
 /// `POST /management/v1/orgs` and the admin set-up call.
 /// The domain an organization gets when none is given: `{slug of its name}.{external host}`,
-/// with the end of its id appended when another organization holds that name.
+/// with the end of its id appended when that domain is taken: held by another organization, or
+/// in the user names of users elsewhere (`admin@newco.{host}` made before NewCo exists would be
+/// NewCo's login name and take its sign-ins). Should that be taken too, a random tail.
 pub async fn generated_domain(state: &AppState, c: &mut Conn, org_id: &str, name: &str) -> ApiResult<String> {
     let host = state.settings.external_host();
     let base = format!("{}.{host}", slug(name));
-    Ok(if org::get_domain(c, &base).await?.is_some() {
-        // The end of the id as a label: its last six letters and digits, in lower case (an
-        // imported id may hold any characters).
-        let mut tail: Vec<char> =
-            org_id.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect();
-        if tail.is_empty() {
-            tail = crate::id::new_id().chars().collect();
-        }
-        let tail: String = tail[tail.len().saturating_sub(6)..].iter().collect();
-        format!("{}-{tail}.{host}", slug(name))
-    } else {
-        base
-    })
+    if domain_free(c, org_id, &base).await? {
+        return Ok(base);
+    }
+    // The end of the id as a label: its last six letters and digits, in lower case (an imported
+    // id may hold any characters).
+    let mut tail: Vec<char> =
+        org_id.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect();
+    if tail.is_empty() {
+        tail = crate::id::new_id().chars().collect();
+    }
+    let tail: String = tail[tail.len().saturating_sub(6)..].iter().collect();
+    let with_tail = format!("{}-{tail}.{host}", slug(name));
+    if domain_free(c, org_id, &with_tail).await? {
+        return Ok(with_tail);
+    }
+    let random = crate::crypto::secret::random_id().to_ascii_lowercase().replace(['-', '_'], "");
+    Ok(format!("{}-{}.{host}", slug(name), &random[..random.len().min(12)]))
+}
+
+/// Whether no organization holds `domain` and no user outside `org_id` has it in its user name.
+async fn domain_free(c: &mut Conn, org_id: &str, domain: &str) -> ApiResult<bool> {
+    Ok(org::get_domain(c, domain).await?.is_none() && !user::username_in_domain_elsewhere(c, org_id, domain).await?)
 }
 
 pub async fn create_org(
@@ -69,6 +80,12 @@ pub async fn create_org(
             let d = d.trim().to_ascii_lowercase();
             if org::get_domain(c, &d).await?.is_some() {
                 return Err(ApiError::exists("the domain belongs to another organization").with_id("ORG-DomainTaken"));
+            }
+            if user::username_in_domain_elsewhere(c, &org_id, &d).await? {
+                return Err(ApiError::precondition(
+                    "users of another organization have user names in this domain; they must be renamed first",
+                )
+                .with_id("ORG-DomainUsedByUsers"));
             }
             d
         }

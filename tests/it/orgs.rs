@@ -183,3 +183,29 @@ on_both!(writes_that_lose_a_race_say_why, |srv| {
     let mine = m.ok()["result"].as_array().unwrap().iter().find(|m| m["userId"] == robot.as_str()).unwrap().clone();
     assert_eq!(mine["roles"], json!(["ORG_OWNER_VIEWER"]));
 });
+
+// A generated domain, or one given at set-up, that users elsewhere already have in their user
+// names would make them the new organization's login names (`admin@newco.{host}` made before
+// NewCo exists would take its sign-ins): the generated one takes a tail instead, a given one
+// is refused.
+on_both!(a_new_organizations_domain_is_in_nobodys_user_name, |srv| {
+    let squatter = |name: &str| {
+        json!({"userName": name, "profile": {"firstName": "S", "lastName": "Q"},
+               "email": {"email": "squatter@example.com", "isEmailVerified": true}})
+    };
+    srv.post("/management/v1/users/human", squatter("admin@newco.127.0.0.1")).await.ok();
+    let r = srv.post("/management/v1/orgs", json!({"name": "NewCo"})).await;
+    let newco = r.ok()["id"].as_str().unwrap().to_string();
+    let org = srv.call_as(Some(&srv.pat), Some(&newco), "GET", "/management/v1/orgs/me", json!(null)).await;
+    let domain = org.ok()["org"]["primaryDomain"].as_str().unwrap().to_string();
+    assert!(domain.starts_with("newco-") && domain.ends_with(".127.0.0.1"), "{domain}");
+    srv.post("/management/v1/users/human", squatter("x@taken.example")).await.ok();
+    let body = json!({
+        "org": {"name": "Taken", "domain": "taken.example"},
+        "human": {"userName": "tina", "profile": {"firstName": "T", "lastName": "T"},
+                  "email": {"email": "tina@taken.example", "isEmailVerified": true}, "password": "Volcano-Lair1"}
+    });
+    let msg = srv.post("/admin/v1/orgs/_setup", body).await.err(400, 9).to_string();
+    assert!(msg.contains("user names in this domain"), "{msg}");
+    assert_eq!(srv.post("/admin/v1/orgs/_search", json!({})).await.ok()["details"]["totalResult"], "2");
+});
