@@ -46,6 +46,10 @@ pub struct Config {
     pub log_level: String,
     pub shutdown_timeout: String,
     pub sweep_interval: String,
+    /// Whether back-channel logout tokens may go to loopback, private and link-local addresses:
+    /// `auto` (only while the external URL's host is a loopback one, a developer's machine),
+    /// `allow` or `deny`.
+    pub backchannel_private_targets: String,
     pub firstinstance: FirstInstanceConfig,
     pub keys: KeysConfig,
     pub password: PasswordConfig,
@@ -223,6 +227,7 @@ impl Default for Config {
             log_level: "info".into(),
             shutdown_timeout: "30s".into(),
             sweep_interval: "5m".into(),
+            backchannel_private_targets: "auto".into(),
             firstinstance: FirstInstanceConfig::default(),
             keys: KeysConfig::default(),
             password: PasswordConfig::default(),
@@ -319,6 +324,20 @@ impl Config {
                 return Err(err(format!("log_format (LATCH_LOG_FORMAT): '{other}' must be text or json")));
             }
         };
+        let backchannel_private_targets = match self.backchannel_private_targets.trim() {
+            "auto" => issuer_url.host().is_some_and(|h| match h {
+                url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
+                url::Host::Ipv4(ip) => ip.is_loopback(),
+                url::Host::Ipv6(ip) => ip.is_loopback(),
+            }),
+            "allow" => true,
+            "deny" => false,
+            other => {
+                return Err(err(format!(
+                    "backchannel_private_targets (LATCH_BACKCHANNEL_PRIVATE_TARGETS): '{other}' must be auto, allow or deny"
+                )));
+            }
+        };
         let masterkey = match &self.masterkey {
             Some(k) => Some(parse_masterkey(k).map_err(|m| err(format!("masterkey (LATCH_MASTERKEY): {m}")))?),
             None => None,
@@ -409,6 +428,7 @@ impl Config {
             masterkey,
             data_dir,
             log_format,
+            backchannel_private_targets,
             log_level: self.log_level.clone(),
             shutdown_timeout: Duration::from_secs(shutdown_timeout as u64),
             sweep_interval: Duration::from_secs(sweep_interval as u64),
@@ -564,6 +584,8 @@ pub struct Settings {
     pub masterkey: Option<[u8; 32]>,
     pub data_dir: PathBuf,
     pub log_format: LogFormat,
+    /// Back-channel logout tokens may go to loopback, private and link-local addresses.
+    pub backchannel_private_targets: bool,
     pub log_level: String,
     pub shutdown_timeout: Duration,
     pub sweep_interval: Duration,

@@ -3,7 +3,15 @@
 //! logout token (`typ: logout+jwt`, with `sid` and `sub`) POSTed as `logout_token`. Sent in the
 //! background, once, with a 5 s timeout: the person's sign-out never waits for an application.
 //! Enabled by the instance feature `enableBackChannelLogout` (`/v2/features/instance`).
+//!
+//! The URI is registered by an organization's owner, so the request must not reach what only
+//! latch's network can: unless `backchannel_private_targets` allows it, a host that is an IP
+//! address must be a public one, and a name is resolved by [`PublicOnly`], which keeps only
+//! public addresses (the connection goes to an address that was checked, so a name that
+//! resolves differently the second time changes nothing).
 
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
@@ -66,17 +74,85 @@ pub async fn notify(state: &AppState, c: &mut Conn, ended: &[Session]) -> Result
                 continue;
             }
         };
-        tokio::spawn(deliver(uri, token, client_id));
+        tokio::spawn(deliver(uri, token, client_id, state.settings.backchannel_private_targets));
     }
     Ok(())
 }
 
-async fn deliver(uri: String, token: String, client_id: String) {
-    let http = match reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-    {
+/// Whether an address is one anyone on the internet could reach: not loopback, private,
+/// link-local, shared (carrier-grade NAT), unique-local, documentation, benchmarking,
+/// multicast, broadcast, reserved or unspecified (an IPv4-mapped IPv6 address as its IPv4).
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            !(v4.is_private()
+                || v4.is_loopback()
+                || v4.is_link_local()
+                || v4.is_broadcast()
+                || v4.is_documentation()
+                || v4.is_unspecified()
+                || v4.is_multicast()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+                || (a == 192 && b == 0 && v4.octets()[2] == 0)
+                || (a == 198 && (b == 18 || b == 19))
+                || a >= 240)
+        }
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => is_public(IpAddr::V4(v4)),
+            None => {
+                let first = v6.segments()[0];
+                !(v6.is_loopback()
+                    || v6.is_unspecified()
+                    || v6.is_multicast()
+                    || v6.is_unique_local()
+                    || v6.is_unicast_link_local()
+                    || first == 0x2001 && v6.segments()[1] == 0x0db8
+                    || first == 0x0064 && v6.segments()[1] == 0xff9b)
+            }
+        },
+    }
+}
+
+/// A resolver that answers only with public addresses ([`is_public`]).
+struct PublicOnly;
+
+impl reqwest::dns::Resolve for PublicOnly {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let public: Vec<SocketAddr> = found.into_iter().filter(|a| is_public(a.ip())).collect();
+            if public.is_empty() {
+                return Err(format!("{host} has no public address").into());
+            }
+            Ok(Box::new(public.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+async fn deliver(uri: String, token: String, client_id: String, private_targets: bool) {
+    if !private_targets {
+        let literal = url::Url::parse(&uri).ok().and_then(|u| match u.host() {
+            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+            _ => None,
+        });
+        if literal.is_some_and(|ip| !is_public(ip)) {
+            tracing::warn!(
+                client_id,
+                "back-channel logout not sent: the URI names a non-public address (LATCH_BACKCHANNEL_PRIVATE_TARGETS)"
+            );
+            return;
+        }
+    }
+    let mut builder =
+        reqwest::Client::builder().timeout(Duration::from_secs(5)).redirect(reqwest::redirect::Policy::none());
+    if !private_targets {
+        builder = builder.dns_resolver(Arc::new(PublicOnly));
+    }
+    let http = match builder.build() {
         Ok(h) => h,
         Err(e) => {
             tracing::warn!(error = %e, "cannot build the HTTP client for back-channel logout");
@@ -87,5 +163,56 @@ async fn deliver(uri: String, token: String, client_id: String) {
         Ok(r) if r.status().is_success() => tracing::info!(client_id, "back-channel logout delivered"),
         Ok(r) => tracing::warn!(client_id, status = %r.status(), "back-channel logout refused by the application"),
         Err(e) => tracing::warn!(client_id, error = %e, "back-channel logout could not be delivered"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_public_addresses_are_public() {
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "0.1.2.3",
+            "192.0.0.8",
+            "192.0.2.1",
+            "198.18.0.1",
+            "224.0.0.1",
+            "240.0.0.1",
+            "255.255.255.255",
+            "::1",
+            "::",
+            "fc00::1",
+            "fd12::1",
+            "fe80::1",
+            "ff02::1",
+            "2001:db8::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::a00:1",
+        ] {
+            assert!(!is_public(private.parse().unwrap()), "{private}");
+        }
+        for public in ["8.8.8.8", "1.1.1.1", "100.128.0.1", "172.32.0.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
+            assert!(is_public(public.parse().unwrap()), "{public}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_resolver_keeps_only_public_addresses() {
+        use reqwest::dns::Resolve;
+        let name: reqwest::dns::Name = "localhost".parse().unwrap();
+        let err = match PublicOnly.resolve(name).await {
+            Ok(addrs) => panic!("localhost resolved to {:?}", addrs.collect::<Vec<_>>()),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("no public address"), "{err}");
     }
 }
