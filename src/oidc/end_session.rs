@@ -156,7 +156,9 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
                 let page = pages::ConfirmLogout {
                     t,
                     confirm: &confirm,
-                    client_id: asked.0,
+                    // The client named or the hint's: the hint is not carried (it names no session
+                    // here), but its client keeps the way back to the registered URI.
+                    client_id: client_id.as_deref().or(asked.0),
                     post_logout_redirect_uri: asked.1,
                     state: asked.2,
                     ui_locales,

@@ -781,13 +781,21 @@ on_both!(a_foreign_logout_hint_asks_and_a_cookieless_post_is_sent_on, |srv| {
     };
     let (phone, laptop) = (Browser::new(srv), Browser::new(srv));
     let phones = signed_in(&phone).await;
-    let laptops = signed_in(&laptop).await;
-    let asked = laptop.get(&format!("/oidc/v1/end_session?id_token_hint={phones}")).await;
+    signed_in(&laptop).await;
+    let bye = "https://app.example.com/bye";
+    let url = format!("/oidc/v1/end_session?id_token_hint={phones}&post_logout_redirect_uri={bye}&state=s0");
+    let asked = laptop.get(&url).await;
     assert_eq!(asked.status, 200, "{}", asked.html);
     assert!(asked.html.contains("name=\"confirm\""), "{}", asked.html);
     assert_eq!(srv.count("session").await, 2, "nothing ended by the question");
+    // Said yes, the laptop signs out and goes back to the hint's client.
+    let done = laptop.sign_out(&url).await;
+    assert_eq!(done.status, 303, "{}", done.html);
+    assert_eq!(done.location(), format!("{bye}?state=s0"));
+    assert_eq!(srv.count("session").await, 1);
+    let laptops = signed_in(&laptop).await;
+    assert_eq!(srv.count("session").await, 2);
     // The relying party's form, posted from its own site: no cookie comes along.
-    let bye = "https://app.example.com/bye";
     let fields = [("id_token_hint", laptops.as_str()), ("post_logout_redirect_uri", bye), ("state", "s1")];
     let sent_on = Browser::new(srv).post("/oidc/v1/end_session", &fields).await;
     assert_eq!(sent_on.status, 303, "{}", sent_on.html);
