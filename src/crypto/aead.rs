@@ -2,7 +2,7 @@
 //! from the master key with HKDF-SHA256, and every ciphertext is bound to the id of the row it
 //! belongs to (associated data), so a ciphertext copied to another row does not decrypt.
 
-use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use aws_lc_rs::aead::{AES_256_GCM, AES_256_GCM_SIV, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use aws_lc_rs::hkdf::{HKDF_SHA256, Salt};
 
 use super::CryptoError;
@@ -41,6 +41,17 @@ impl Aead {
     /// A key used directly (for example a token key loaded from the store).
     pub fn from_raw(raw: &[u8; 32]) -> Result<Self, CryptoError> {
         Ok(Self { key: LessSafeKey::new(UnboundKey::new(&AES_256_GCM, raw)?) })
+    }
+
+    /// An AES-256-GCM-SIV key derived from `raw` for `label` (HKDF-SHA256, so the raw key is
+    /// never used by two algorithms). GCM-SIV resists nonce reuse: two seals under one random
+    /// nonce reveal at most that their plaintexts were equal, where plain GCM would give away
+    /// its authentication key, so a key that seals without limit stays safe.
+    pub fn siv_from_raw(raw: &[u8; 32], label: &[u8]) -> Result<Self, CryptoError> {
+        let prk = Salt::new(HKDF_SHA256, b"latch").extract(raw);
+        let info = [label];
+        let okm = prk.expand(&info, &AES_256_GCM_SIV)?;
+        Ok(Self { key: LessSafeKey::new(UnboundKey::from(okm)) })
     }
 
     /// A key derived from the master key for one purpose.

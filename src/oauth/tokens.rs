@@ -25,11 +25,32 @@ pub enum TokenError {
 
 /// Associated data of sealed tokens: a token sealed for another purpose does not open here.
 const ACCESS_AAD: &[u8] = b"latch opaque access token v1";
-const VERSION: u8 = 1;
+const ACCESS_AAD_V2: &[u8] = b"latch opaque access token v2";
+/// The format of an opaque token, its first byte: 1 sealed with AES-256-GCM under the token key
+/// (read, no longer made), 2 with AES-256-GCM-SIV under a key derived from it. The token key is
+/// never rotated and every token takes a random 96-bit nonce: past about 2^32 tokens a nonce
+/// would repeat under plain GCM, which gives away the key's authentication key (tokens could
+/// then be forged); under GCM-SIV a repeat reveals nothing useful.
+const VERSION_GCM: u8 = 1;
+const VERSION_SIV: u8 = 2;
+const SIV_LABEL: &[u8] = b"latch opaque access token AES-256-GCM-SIV v2";
+
+/// One generation of the token key, in both formats.
+struct Sealer {
+    generation: u32,
+    gcm: Aead,
+    siv: Aead,
+}
+
+impl Sealer {
+    fn new(generation: u32, raw: &[u8; 32]) -> Result<Self, crate::crypto::CryptoError> {
+        Ok(Self { generation, gcm: Aead::from_raw(raw)?, siv: Aead::siv_from_raw(raw, SIV_LABEL)? })
+    }
+}
 
 pub struct TokenService {
     keys: Arc<KeyManager>,
-    sealers: Vec<(u32, Aead)>,
+    sealers: Vec<Sealer>,
 }
 
 impl std::fmt::Debug for TokenService {
@@ -61,9 +82,9 @@ impl TokenService {
             let raw: [u8; 32] = raw
                 .try_into()
                 .map_err(|_| StoreError::Corrupt(format!("token key {generation} has the wrong length")))?;
-            sealers.push((generation as u32, Aead::from_raw(&raw)?));
+            sealers.push(Sealer::new(generation as u32, &raw)?);
         }
-        sealers.sort_by_key(|(g, _)| std::cmp::Reverse(*g));
+        sealers.sort_by_key(|s| std::cmp::Reverse(s.generation));
         Ok(Self { keys, sealers })
     }
 
@@ -148,30 +169,42 @@ impl TokenService {
 
     /// Seals `claims` into an opaque token with the newest token key.
     pub fn seal<T: Serialize>(&self, claims: &T) -> Result<String, TokenError> {
-        let (generation, aead) = self.sealers.first().ok_or(TokenError::NoActiveKey)?;
-        let plain = serde_json::to_vec(claims).map_err(|e| TokenError::Sign(e.to_string()))?;
-        let sealed = aead.seal(ACCESS_AAD, &plain).map_err(|e| TokenError::Sign(e.to_string()))?;
-        let mut out = Vec::with_capacity(5 + sealed.len());
-        out.push(VERSION);
-        out.extend_from_slice(&generation.to_be_bytes());
-        out.extend_from_slice(&sealed);
-        Ok(b64(&out))
+        seal_with(&self.sealers, claims)
     }
 
     /// Opens an opaque token; `None` for anything latch did not seal.
     pub fn open<T: DeserializeOwned>(&self, token: &str) -> Option<T> {
-        if token.len() > 8192 || token.contains('.') {
-            return None;
-        }
-        let raw = URL_SAFE_NO_PAD.decode(token).ok()?;
-        if raw.len() < 5 || raw[0] != VERSION {
-            return None;
-        }
-        let generation = u32::from_be_bytes([raw[1], raw[2], raw[3], raw[4]]);
-        let (_, aead) = self.sealers.iter().find(|(g, _)| *g == generation)?;
-        let plain = aead.open(ACCESS_AAD, &raw[5..]).ok()?;
-        serde_json::from_slice(&plain).ok()
+        open_with(&self.sealers, token)
     }
+}
+
+fn seal_with<T: Serialize>(sealers: &[Sealer], claims: &T) -> Result<String, TokenError> {
+    let s = sealers.first().ok_or(TokenError::NoActiveKey)?;
+    let plain = serde_json::to_vec(claims).map_err(|e| TokenError::Sign(e.to_string()))?;
+    let sealed = s.siv.seal(ACCESS_AAD_V2, &plain).map_err(|e| TokenError::Sign(e.to_string()))?;
+    let mut out = Vec::with_capacity(5 + sealed.len());
+    out.push(VERSION_SIV);
+    out.extend_from_slice(&s.generation.to_be_bytes());
+    out.extend_from_slice(&sealed);
+    Ok(b64(&out))
+}
+
+fn open_with<T: DeserializeOwned>(sealers: &[Sealer], token: &str) -> Option<T> {
+    if token.len() > 8192 || token.contains('.') {
+        return None;
+    }
+    let raw = URL_SAFE_NO_PAD.decode(token).ok()?;
+    if raw.len() < 5 {
+        return None;
+    }
+    let generation = u32::from_be_bytes([raw[1], raw[2], raw[3], raw[4]]);
+    let s = sealers.iter().find(|s| s.generation == generation)?;
+    let plain = match raw[0] {
+        VERSION_SIV => s.siv.open(ACCESS_AAD_V2, &raw[5..]).ok()?,
+        VERSION_GCM => s.gcm.open(ACCESS_AAD, &raw[5..]).ok()?,
+        _ => return None,
+    };
+    serde_json::from_slice(&plain).ok()
 }
 
 /// Signs with a given key.
@@ -202,6 +235,36 @@ pub fn half_hash(alg: KeyAlg, value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // New tokens are sealed with GCM-SIV (format 2); tokens of format 1 (GCM) still open; a
+    // token whose format byte is changed, or sealed under another generation, does not.
+    #[test]
+    fn opaque_tokens_are_sealed_with_gcm_siv_and_old_ones_still_open() {
+        let raw = random_bytes::<32>();
+        let sealers = [Sealer::new(7, &raw).unwrap()];
+        let claims = serde_json::json!({"sub": "alice", "scope": "openid"});
+        let token = seal_with(&sealers, &claims).unwrap();
+        let bytes = URL_SAFE_NO_PAD.decode(&token).unwrap();
+        assert_eq!(bytes[0], VERSION_SIV);
+        assert_eq!(open_with::<serde_json::Value>(&sealers, &token), Some(claims.clone()));
+        // The same bytes read as format 1 do not open.
+        let mut relabelled = bytes.clone();
+        relabelled[0] = VERSION_GCM;
+        assert_eq!(open_with::<serde_json::Value>(&sealers, &b64(&relabelled)), None);
+        // A format-1 token made as before.
+        let sealed = Aead::from_raw(&raw).unwrap().seal(ACCESS_AAD, &serde_json::to_vec(&claims).unwrap()).unwrap();
+        let mut old = vec![VERSION_GCM];
+        old.extend_from_slice(&7u32.to_be_bytes());
+        old.extend_from_slice(&sealed);
+        assert_eq!(open_with::<serde_json::Value>(&sealers, &b64(&old)), Some(claims.clone()));
+        let other = [Sealer::new(7, &random_bytes::<32>()).unwrap()];
+        assert_eq!(open_with::<serde_json::Value>(&other, &token), None);
+        // GCM-SIV under the derived key, not GCM under the raw one.
+        let mut as_gcm = vec![VERSION_SIV];
+        as_gcm.extend_from_slice(&7u32.to_be_bytes());
+        as_gcm.extend_from_slice(&Aead::from_raw(&raw).unwrap().seal(ACCESS_AAD_V2, b"{}").unwrap());
+        assert_eq!(open_with::<serde_json::Value>(&sealers, &b64(&as_gcm)), None);
+    }
 
     #[test]
     fn half_hash_follows_the_signature_algorithm() {
