@@ -171,9 +171,13 @@ pub async fn run(state: &AppState) -> Result<Option<FirstStart>, BootstrapError>
     // running instance silently.
     setting::save(&mut tx, setting::INSTANCE, &PasswordComplexityPolicy::default(), now).await?;
     state.keys.create(&mut tx, KeySpec::Rsa { bits: 2048 }, Some(now)).await?;
+    // The token's file before the commit: the store keeps only its digest, so a file that
+    // cannot be written after a commit (a read-only path) would leave an instance nobody can
+    // administer, the first start being over. Written first, a failure rolls the start back
+    // and the next start tries again (overwriting the file).
+    write_secret_file(&cfg.pat_path, &pat_token)?;
     tx.commit().await.map_err(StoreError::from)?;
 
-    write_secret_file(&cfg.pat_path, &pat_token)?;
     state.keys.reload().await?;
     tracing::info!(org_id = %org_id, domain = %domain, pat_path = %cfg.pat_path.display(), "first start: created the default organization and administrators");
     Ok(Some(FirstStart { org_id, admin_user_id: admin_id, machine_user_id: machine_id, generated_password: generated }))

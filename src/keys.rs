@@ -211,8 +211,11 @@ impl KeyManager {
                     (Arc::new(signer), Arc::new(verifier))
                 }
             };
-            let jwk = serde_json::from_str(&row.public_jwk)
-                .map_err(|e| StoreError::Corrupt(format!("web_key {}: {e}", row.key_id)))?;
+            // Made from the private key, not read from the stored public_jwk: nothing binds that
+            // column to the key (the private key is sealed with its id, the column is plain), so
+            // whoever could write the store without the master key could otherwise publish a key
+            // of their own under latch's key id.
+            let jwk = signer.public_jwk(&row.key_id);
             keys.push(Arc::new(LoadedKey {
                 key_id: row.key_id,
                 generation: row.generation,

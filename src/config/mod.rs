@@ -521,15 +521,28 @@ fn one_line(e: &figment::Error) -> String {
     parts.join("; ")
 }
 
-/// Replaces the password of a database URL by asterisks.
+/// Replaces the password of a database URL by asterisks: in the user part and in a `password`
+/// query parameter (which sqlx's PostgreSQL driver reads too). A URL that does not parse is
+/// masked whole when it might hold one.
 pub fn mask_url(raw: &str) -> String {
-    match Url::parse(raw) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("********"));
-            u.to_string()
-        }
-        _ => raw.to_string(),
+    let Ok(mut u) = Url::parse(raw) else {
+        let secret = raw.contains('@') || raw.to_ascii_lowercase().contains("password");
+        return if secret { "********".into() } else { raw.to_string() };
+    };
+    if u.password().is_some() {
+        let _ = u.set_password(Some("********"));
     }
+    if u.query_pairs().any(|(k, _)| k.eq_ignore_ascii_case("password")) {
+        let pairs: Vec<(String, String)> = u
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if k.eq_ignore_ascii_case("password") { "********".to_string() } else { v.into_owned() };
+                (k.into_owned(), v)
+            })
+            .collect();
+        u.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    u.to_string()
 }
 
 /// The sample master key of ZITADEL's documentation (which latch's README once showed too):
@@ -769,6 +782,11 @@ mod tests {
         };
         let out = c.masked_toml();
         assert!(!out.contains("hunter2") && !out.contains("AnotherMasterkey"), "{out}");
+        // sqlx's PostgreSQL driver also takes the password as a query parameter.
+        let masked = mask_url("postgres://u@db/latch?sslmode=require&Password=hunter2");
+        assert!(!masked.contains("hunter2") && masked.contains("sslmode=require"), "{masked}");
+        assert_eq!(mask_url("not a url with @ and hunter2"), "********");
+        assert_eq!(mask_url("sqlite://data/latch.db"), "sqlite://data/latch.db");
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod user;
 pub mod user_code;
 pub mod web_key;
 
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
 use sqlx::any::AnyConnectOptions;
@@ -198,9 +199,24 @@ fn prepare_sqlite_url(url: &str) -> Result<String> {
     }
     if let Some(parent) = Path::new(path).parent()
         && !parent.as_os_str().is_empty()
+        && !parent.exists()
     {
-        std::fs::create_dir_all(parent)
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)
             .map_err(|e| StoreError::Unavailable(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    // A new database file is made readable by latch's user only (it holds password hashes and
+    // personal data; the default umask would let every local user read it); SQLite gives its
+    // log and shared-memory files the same mode.
+    if !Path::new(path).exists() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| StoreError::Unavailable(format!("cannot create {path}: {e}")))?;
     }
     Ok(match query {
         Some(q) if q.contains("mode=") => url.to_string(),

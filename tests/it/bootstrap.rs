@@ -12,6 +12,14 @@ on_both!(first_start_creates_org_admins_pat_and_key, |srv| {
     {
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        // On SQLite so are the database and its log (password hashes, personal data).
+        if let Some(rest) = srv.settings.database_url.strip_prefix("sqlite://") {
+            let path = rest.split('?').next().unwrap();
+            for file in [path.to_string(), format!("{path}-wal")] {
+                let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+                assert_eq!(mode, 0o600, "{file}");
+            }
+        }
     }
     let org = srv.get("/management/v1/orgs/me").await;
     let org = org.ok()["org"].clone();

@@ -272,3 +272,23 @@ on_both!(web_key_api, |srv| {
     srv.call_as(Some(&owner), None, "GET", "/v2/web_keys", json!(null)).await.err(403, 7);
     srv.call_as(None, None, "GET", "/v2/web_keys", json!(null)).await.err(401, 16);
 });
+
+// The published key set is made from the private keys, not read from the stored public_jwk
+// column, which nothing binds to them: whoever could write the store without the master key
+// could otherwise publish a key of their own under latch's key id, for this replica and one
+// that starts afterwards.
+on_both!(the_key_set_comes_from_the_private_keys, |srv| {
+    let jwks =
+        || async { reqwest::get(srv.url("/oauth/v2/keys")).await.unwrap().json::<serde_json::Value>().await.unwrap() };
+    let before = jwks().await;
+    let mut c = srv.state.db.conn().await.unwrap();
+    let forged = r#"{"kty":"RSA","kid":"x","use":"sig","alg":"RS256","n":"AQAB","e":"AQAB"}"#;
+    sqlx::query("UPDATE web_key SET public_jwk = $1").bind(forged).execute(&mut *c).await.unwrap();
+    drop(c);
+    srv.state.keys.reload().await.unwrap();
+    assert_eq!(jwks().await, before);
+    let s = srv.state.keys.settings().clone();
+    let other =
+        KeyManager::new(srv.state.db.clone(), &srv.settings.masterkey.unwrap(), srv.clock.clone(), s).await.unwrap();
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&other.jwks()).unwrap(), before);
+});
