@@ -165,6 +165,13 @@ impl KeyManager {
         Ok(manager)
     }
 
+    /// How long another replica may go on using the key set it last loaded: its reload
+    /// interval and the clocks' difference. A key that signed, or is to sign, within this margin
+    /// of now is not deleted.
+    pub fn stale_margin(&self) -> i64 {
+        self.settings.refresh_interval.as_secs() as i64 + CLOCK_GRACE
+    }
+
     pub fn settings(&self) -> &KeySettings {
         &self.settings
     }
@@ -353,7 +360,7 @@ impl KeyManager {
             if let Some(at) = set.superseded_at(k, now)
                 && at + keep_for < now
                 && k.keep_until.is_none_or(|t| t < now)
-                && web_key::delete_retired(&mut c, &k.key_id, k.activate_at, now).await?
+                && web_key::delete_retired(&mut c, &k.key_id, k.activate_at, now, self.stale_margin()).await?
             {
                 tracing::info!(key_id = %k.key_id, "removed a retired signing key");
             }

@@ -116,22 +116,41 @@ pub async fn keep_until(c: &mut Conn, until: i64) -> Result<u64> {
 /// replica activated it since; NULL seen as -1), and it does not sign at `$3`: it is not
 /// activated yet, or another key activated later (or at the same time with a higher
 /// generation) signs instead.
+/// The key's activation time is still the one seen ($2) and it signs nowhere: it never activates
+/// (NULL), or not before $4, or a newer key superseded it by $5. $4 and $5 are `now` widened by
+/// a margin: a replica that has not reloaded yet still signs with the key it last saw active,
+/// and switches by its own clock to one it saw scheduled.
 const UNCHANGED_AND_NOT_SIGNING: &str = "key_id = $1 AND COALESCE(activate_at, -1) = $2 \
-     AND (activate_at IS NULL OR activate_at > $3 OR EXISTS (SELECT 1 FROM web_key o WHERE o.activate_at <= $3 \
+     AND (activate_at IS NULL OR activate_at > $4 OR EXISTS (SELECT 1 FROM web_key o WHERE o.activate_at <= $5 \
      AND (o.activate_at > web_key.activate_at \
           OR (o.activate_at = web_key.activate_at AND o.generation > web_key.generation))))";
 
-/// Deletes a key that does not sign at `now`, if its activation time is still `seen`.
-pub async fn delete_inactive(c: &mut Conn, key_id: &str, seen: Option<i64>, now: i64) -> Result<bool> {
+/// Deletes a key that does not sign at `now` nor within `margin` seconds of it (as other replicas
+/// may still see it), if its activation time is still `seen`.
+pub async fn delete_inactive(c: &mut Conn, key_id: &str, seen: Option<i64>, now: i64, margin: i64) -> Result<bool> {
     let sql = format!("DELETE FROM web_key WHERE {UNCHANGED_AND_NOT_SIGNING}");
-    let r = sqlx::query(&sql).bind(key_id).bind(seen.unwrap_or(-1)).bind(now).execute(&mut *c).await?;
+    let r = sqlx::query(&sql)
+        .bind(key_id)
+        .bind(seen.unwrap_or(-1))
+        .bind(now)
+        .bind(now + margin)
+        .bind(now - margin)
+        .execute(&mut *c)
+        .await?;
     Ok(r.rows_affected() == 1)
 }
 
 /// [`delete_inactive`], and only once the time the key must stay published until has passed.
-pub async fn delete_retired(c: &mut Conn, key_id: &str, seen: Option<i64>, now: i64) -> Result<bool> {
+pub async fn delete_retired(c: &mut Conn, key_id: &str, seen: Option<i64>, now: i64, margin: i64) -> Result<bool> {
     let sql =
         format!("DELETE FROM web_key WHERE {UNCHANGED_AND_NOT_SIGNING} AND (keep_until IS NULL OR keep_until < $3)");
-    let r = sqlx::query(&sql).bind(key_id).bind(seen.unwrap_or(-1)).bind(now).execute(&mut *c).await?;
+    let r = sqlx::query(&sql)
+        .bind(key_id)
+        .bind(seen.unwrap_or(-1))
+        .bind(now)
+        .bind(now + margin)
+        .bind(now - margin)
+        .execute(&mut *c)
+        .await?;
     Ok(r.rows_affected() == 1)
 }

@@ -249,14 +249,14 @@ pub async fn remove(
     };
     // Deleted only in the state seen here: a replica that activated it meanwhile wins.
     let mut c = state.db.conn().await?;
-    let deleted = web_key::delete_inactive(&mut c, &id, seen, now).await?;
+    let deleted = web_key::delete_inactive(&mut c, &id, seen, now, state.keys.stale_margin()).await?;
     drop(c);
     state.keys.reload().await.map_err(key_error)?;
     match deleted {
         true => Ok(Json(DeleteWebKeyResponse { deletion_date: ts(now) })),
         false if LoadedKey::find(&state.keys.current(), &id).is_none() => Err(not_found()),
         false => Err(ApiError::precondition(
-            "the key was activated or scheduled to sign while it was being deleted; list the keys and try again",
+            "the key signs, signed or is to sign too close to now for every replica to have let go of it (or it was activated meanwhile); try again later",
         )
         .with_id("WEBKEY-Changed")),
     }

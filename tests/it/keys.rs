@@ -197,16 +197,18 @@ on_both!(web_key_changes_between_replicas, |srv| {
     srv.post(&format!("/v2/web_keys/{first}/_activate"), json!({})).await.ok();
     let now = srv.clock.now();
     let mut c = srv.state.db.conn().await.unwrap();
-    assert!(!web_key::delete_retired(&mut c, &first, seen, now + 86_400 * 365).await.unwrap());
-    assert!(!web_key::delete_inactive(&mut c, &first, seen, now).await.unwrap());
+    assert!(!web_key::delete_retired(&mut c, &first, seen, now + 86_400 * 365, 0).await.unwrap());
+    assert!(!web_key::delete_inactive(&mut c, &first, seen, now, 0).await.unwrap());
     // Nor is the key that signs deleted, even in the state seen.
-    assert!(!web_key::delete_inactive(&mut c, &first, Some(now), now).await.unwrap());
+    assert!(!web_key::delete_inactive(&mut c, &first, Some(now), now, 0).await.unwrap());
     // Nor a key seen unscheduled that another replica's rotation has scheduled since.
     assert!(web_key::schedule(&mut c, &created[0], now + 3600, now, true).await.unwrap());
-    assert!(!web_key::delete_inactive(&mut c, &created[0], None, now).await.unwrap());
-    // The one it replaced, in the state seen, goes.
+    assert!(!web_key::delete_inactive(&mut c, &created[0], None, now, 0).await.unwrap());
+    // The one it replaced, in the state seen, goes, once a replica that has not reloaded since
+    // the switch would not sign with it any more (here no margin; with one, not a second later).
     let ec_at = keys.current().keys.iter().find(|k| k.key_id == ec).unwrap().activate_at;
-    assert!(web_key::delete_inactive(&mut c, &ec, ec_at, now).await.unwrap());
+    assert!(!web_key::delete_inactive(&mut c, &ec, ec_at, now, keys.stale_margin()).await.unwrap());
+    assert!(web_key::delete_inactive(&mut c, &ec, ec_at, now, 0).await.unwrap());
     drop(c);
     keys.reload().await.unwrap();
     assert_eq!(keys.active().unwrap().key_id, first);
@@ -251,8 +253,12 @@ on_both!(web_key_api, |srv| {
     assert!(st.contains(&(ed.clone(), "STATE_ACTIVE".into())));
     assert!(st.contains(&(first.clone(), "STATE_INACTIVE".into())));
 
-    // The active key cannot be deleted; others can.
+    // The active key cannot be deleted; others can, once no replica that has not reloaded yet
+    // may still sign with them (the one just superseded signed a moment ago).
     srv.delete(&format!("/v2/web_keys/{ed}")).await.err(400, 9);
+    let msg = srv.delete(&format!("/v2/web_keys/{first}")).await.err(400, 9).to_string();
+    assert!(msg.contains("too close to now"), "{msg}");
+    srv.clock.advance(srv.state.keys.stale_margin() + 1);
     srv.delete(&format!("/v2/web_keys/{first}")).await.ok();
     srv.delete(&format!("/v2/web_keys/{first}")).await.err(404, 5);
     srv.post("/v2/web_keys/999/_activate", json!({})).await.err(404, 5);
