@@ -128,22 +128,23 @@ const UNCHANGED_AND_NOT_SIGNING: &str = "key_id = $1 AND COALESCE(activate_at, -
 /// Deletes a key that does not sign at `now` nor within `margin` seconds of it (as other replicas
 /// may still see it), if its activation time is still `seen`.
 pub async fn delete_inactive(c: &mut Conn, key_id: &str, seen: Option<i64>, now: i64, margin: i64) -> Result<bool> {
-    let sql = format!("DELETE FROM web_key WHERE {UNCHANGED_AND_NOT_SIGNING}");
-    let r = sqlx::query(&sql)
-        .bind(key_id)
-        .bind(seen.unwrap_or(-1))
-        .bind(now)
-        .bind(now + margin)
-        .bind(now - margin)
-        .execute(&mut *c)
-        .await?;
-    Ok(r.rows_affected() == 1)
+    delete_unchanged(c, "", key_id, seen, now, margin).await
 }
 
 /// [`delete_inactive`], and only once the time the key must stay published until has passed.
 pub async fn delete_retired(c: &mut Conn, key_id: &str, seen: Option<i64>, now: i64, margin: i64) -> Result<bool> {
-    let sql =
-        format!("DELETE FROM web_key WHERE {UNCHANGED_AND_NOT_SIGNING} AND (keep_until IS NULL OR keep_until < $3)");
+    delete_unchanged(c, " AND (keep_until IS NULL OR keep_until < $3)", key_id, seen, now, margin).await
+}
+
+async fn delete_unchanged(
+    c: &mut Conn,
+    and: &str,
+    key_id: &str,
+    seen: Option<i64>,
+    now: i64,
+    margin: i64,
+) -> Result<bool> {
+    let sql = format!("DELETE FROM web_key WHERE {UNCHANGED_AND_NOT_SIGNING}{and}");
     let r = sqlx::query(&sql)
         .bind(key_id)
         .bind(seen.unwrap_or(-1))

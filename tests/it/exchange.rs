@@ -9,6 +9,16 @@ use crate::token::{claims, code_for, exchange_code, token};
 const TE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 const AT: &str = "urn:ietf:params:oauth:token-type:access_token";
 
+/// A second application of `project`, configured as `app`: its client id and secret.
+async fn sibling_app(srv: &crate::harness::TestServer, project: &str, app: &serde_json::Value) -> (String, String) {
+    let mut sibling = app.clone();
+    sibling["name"] = json!("sibling");
+    sibling["redirectUris"] = json!(["https://app.example.com/cb"]);
+    sibling["authMethodType"] = json!("OIDC_AUTH_METHOD_TYPE_BASIC");
+    let r = srv.post(&format!("/management/v1/projects/{project}/apps/oidc"), sibling).await;
+    (r.ok()["clientId"].as_str().unwrap().to_string(), r.body["clientSecret"].as_str().unwrap().to_string())
+}
+
 on_both!(token_exchange, |srv| {
     let alice = human(srv, "alice", "Wonder-land1").await;
     let bob = human(srv, "bob", "Builder-b0b!").await;
@@ -160,14 +170,7 @@ on_both!(token_exchange, |srv| {
     // A sibling client of the same project may trade in the access token (its audience names
     // the project, the API) but gets a grant of its own: revoking what it got leaves the first
     // client's refresh chain alone.
-    let apps = format!("/management/v1/projects/{project}/apps/oidc");
-    let mut sibling = te_app.clone();
-    sibling["name"] = json!("sibling");
-    sibling["redirectUris"] = json!(["https://app.example.com/cb"]);
-    sibling["authMethodType"] = json!("OIDC_AUTH_METHOD_TYPE_BASIC");
-    let r = srv.post(&apps, sibling).await;
-    let (sib, sib_secret) =
-        (r.ok()["clientId"].as_str().unwrap().to_string(), r.body["clientSecret"].as_str().unwrap().to_string());
+    let (sib, sib_secret) = sibling_app(srv, &project, &te_app).await;
     let form = [("grant_type", TE), ("subject_token", subject.as_str()), ("subject_token_type", AT)];
     let r = token(srv, Some((&sib, &sib_secret)), &form).await;
     let sib_refresh = r.ok()["refresh_token"].as_str().unwrap().to_string();
@@ -243,14 +246,7 @@ on_both!(only_live_id_tokens_pass_as_id_tokens, |srv| {
     exchange(id_token.clone()).await.err(400, "invalid_grant");
     // An ID token issued to another client is not this one's to trade in, however live: not by
     // a client of the same project either (the ID token's audience names the project too).
-    let apps = format!("/management/v1/projects/{project}/apps/oidc");
-    let mut sibling = te_app.clone();
-    sibling["name"] = json!("sibling");
-    sibling["redirectUris"] = json!(["https://app.example.com/cb"]);
-    sibling["authMethodType"] = json!("OIDC_AUTH_METHOD_TYPE_BASIC");
-    let r = srv.post(&apps, sibling).await;
-    let (sib, sib_secret) =
-        (r.ok()["clientId"].as_str().unwrap().to_string(), r.body["clientSecret"].as_str().unwrap().to_string());
+    let (sib, sib_secret) = sibling_app(srv, &project, &te_app).await;
     let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
     let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
     let fresh = t.ok()["id_token"].as_str().unwrap().to_string();

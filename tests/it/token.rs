@@ -231,14 +231,10 @@ on_both!(client_authentication_methods, |srv| {
     token(srv, None, &f).await.err(400, "invalid_client");
 });
 
-// The store's rotation: one successor per live token, none for a token that is not live, and
-// a second rotation of the same token finds nothing (on SQLite its two statements run in one
-// hop; the insert must follow only the update that just marked the token).
-on_both!(refresh_rotation_in_the_store_makes_one_successor, |srv| {
-    use latch::store::refresh::{self, RefreshRow};
-    let mut c = srv.state.db.conn().await.unwrap();
-    let t = now();
-    let row = |hash: &[u8], grant: &str, expires_at: i64| RefreshRow {
+/// A live refresh token of client "client" in grant `grant`, made 10 s before `t`, idle until
+/// `t + 100`, expiring at `expires_at`.
+fn refresh_row(hash: &[u8], grant: &str, t: i64, expires_at: i64) -> latch::store::refresh::RefreshRow {
+    latch::store::refresh::RefreshRow {
         token_hash: hash.to_vec(),
         grant_id: grant.into(),
         client_id: "client".into(),
@@ -250,9 +246,18 @@ on_both!(refresh_rotation_in_the_store_makes_one_successor, |srv| {
         expires_at,
         rotated_at: None,
         revoked_at: None,
-    };
-    refresh::insert(&mut c, &row(b"live", "g1", t + 50)).await.unwrap();
-    refresh::insert(&mut c, &row(b"expired", "g2", t - 1)).await.unwrap();
+    }
+}
+
+// The store's rotation: one successor per live token, none for a token that is not live, and
+// a second rotation of the same token finds nothing (on SQLite its two statements run in one
+// hop; the insert must follow only the update that just marked the token).
+on_both!(refresh_rotation_in_the_store_makes_one_successor, |srv| {
+    use latch::store::refresh;
+    let mut c = srv.state.db.conn().await.unwrap();
+    let t = now();
+    refresh::insert(&mut c, &refresh_row(b"live", "g1", t, t + 50)).await.unwrap();
+    refresh::insert(&mut c, &refresh_row(b"expired", "g2", t, t - 1)).await.unwrap();
     let next = refresh::rotate_live(&mut c, b"live", "client", b"next", t, 1000).await.unwrap();
     let next = next.expect("a live token is rotated");
     assert_eq!(next.token_hash, b"next");
@@ -280,23 +285,10 @@ on_both!(refresh_rotation_in_the_store_makes_one_successor, |srv| {
 // inserted: without a second pass that successor stayed usable once the revocation entry was
 // swept.
 on_both!(a_revocation_racing_a_rotation_leaves_no_live_successor, |srv| {
-    use latch::store::refresh::{self, RefreshRow};
+    use latch::store::refresh;
     let t = now();
     let mut c = srv.state.db.conn().await.unwrap();
-    let live = RefreshRow {
-        token_hash: b"live".to_vec(),
-        grant_id: "g1".into(),
-        client_id: "client".into(),
-        user_id: "user".into(),
-        session_id: Some("session".into()),
-        data: "{}".into(),
-        created_at: t - 10,
-        idle_expires_at: t + 100,
-        expires_at: t + 100,
-        rotated_at: None,
-        revoked_at: None,
-    };
-    refresh::insert(&mut c, &live).await.unwrap();
+    refresh::insert(&mut c, &refresh_row(b"live", "g1", t, t + 100)).await.unwrap();
     drop(c);
     let mut rotation = srv.state.db.begin().await.unwrap();
     assert!(refresh::rotate_live(&mut rotation, b"live", "client", b"next", t, 1000).await.unwrap().is_some());
