@@ -135,6 +135,8 @@ pub struct KeyManager {
     /// Held from reading the rows to publishing the set, so that of two reloads at once (the
     /// background maintenance and an API call) the older read never replaces the newer.
     reloading: tokio::sync::Mutex<()>,
+    /// When [`reload_on_demand`](KeyManager::reload_on_demand) last read the store.
+    on_demand_at: std::sync::atomic::AtomicI64,
 }
 
 impl std::fmt::Debug for KeyManager {
@@ -160,6 +162,7 @@ impl KeyManager {
             settings,
             current: RwLock::new(Arc::new(KeySet { keys: Vec::new(), jwks: Bytes::from_static(b"{\"keys\":[]}") })),
             reloading: tokio::sync::Mutex::new(()),
+            on_demand_at: std::sync::atomic::AtomicI64::new(i64::MIN),
         });
         manager.reload().await?;
         Ok(manager)
@@ -245,6 +248,28 @@ impl KeyManager {
             Err(poisoned) => *poisoned.into_inner() = set,
         }
         Ok(())
+    }
+
+    /// [`reload`](Self::reload) for a token naming a key this replica does not have: another
+    /// replica may have activated a key through the API since this one's last reload. At most
+    /// once a second, whatever the tokens (anyone can send a made-up key id); true when it read
+    /// the store.
+    pub async fn reload_on_demand(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        let now = self.clock.now();
+        let last = self.on_demand_at.load(Ordering::Relaxed);
+        if last > now - 1
+            || self.on_demand_at.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_err()
+        {
+            return false;
+        }
+        match self.reload().await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "reloading the signing keys for an unknown key id failed");
+                false
+            }
+        }
     }
 
     /// Generates a key and stores it (encrypted) with the next generation number.

@@ -79,10 +79,50 @@ impl Table {
 }
 
 /// A path parameter holding U+0000 (`%00`) can match nothing: no text column stores it
-/// (PostgreSQL refuses it with an error), so it is refused here as invalid input.
+/// (PostgreSQL refuses it with an error), so it is refused here as invalid input; and one whose
+/// percent-escapes are no UTF-8 would be refused by axum's `Path` in plain text.
 async fn reject_nul(req: Request, next: Next) -> Response {
-    if req.uri().path().contains("%00") {
+    let path = req.uri().path();
+    if path.contains("%00") {
         return ApiError::invalid("invalid request: the path must not contain the NUL character (%00)").into_response();
     }
+    if path.contains('%') && std::str::from_utf8(&percent_decode(path)).is_err() {
+        return ApiError::invalid("invalid request: the path is not UTF-8 once its %-escapes are decoded")
+            .into_response();
+    }
     next.run(req).await
+}
+
+/// The bytes a path's %-escapes stand for (a `%` not followed by two hex digits stays as it is).
+fn percent_decode(path: &str) -> Vec<u8> {
+    let b = path.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (b[i], b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_decode;
+
+    #[test]
+    fn percent_escapes_decode_to_their_bytes() {
+        assert_eq!(percent_decode("/users/%C3%A9%20x"), "/users/é x".as_bytes());
+        assert_eq!(percent_decode("/a%FF"), b"/a\xff");
+        assert_eq!(percent_decode("/a%2"), b"/a%2");
+        assert_eq!(percent_decode("/a%zz%"), b"/a%zz%");
+    }
 }

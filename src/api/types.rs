@@ -14,10 +14,12 @@ pub fn ts(secs: i64) -> String {
 }
 
 /// Parses an RFC 3339 timestamp into unix seconds.
+/// Only times [`ts`] can write back: an offset may carry the last day of year 9999 into
+/// year 10000, which reads as an empty timestamp afterwards.
 pub fn parse_ts(field: &str, s: &str) -> Result<i64, ApiError> {
-    OffsetDateTime::parse(s, &Rfc3339)
-        .map(|t| t.unix_timestamp())
-        .map_err(|_| ApiError::invalid(format!("invalid {field}: '{s}' is not an RFC 3339 timestamp")))
+    OffsetDateTime::parse(s, &Rfc3339).ok().map(|t| t.unix_timestamp()).filter(|t| !ts(*t).is_empty()).ok_or_else(
+        || ApiError::invalid(format!("invalid {field}: '{s}' is not an RFC 3339 timestamp up to the year 9999")),
+    )
 }
 
 pub fn is_false(b: &bool) -> bool {
@@ -281,5 +283,7 @@ mod tests {
         assert_eq!(ts(0), "1970-01-01T00:00:00Z");
         assert_eq!(parse_ts("f", "2030-01-01T00:00:00Z").unwrap(), 1_893_456_000);
         assert!(parse_ts("f", "tomorrow").is_err());
+        assert_eq!(ts(parse_ts("f", "9999-12-31T23:59:59Z").unwrap()), "9999-12-31T23:59:59Z");
+        assert!(parse_ts("f", "9999-12-31T23:59:59-23:59").is_err(), "year 10000 in UTC");
     }
 }

@@ -24,6 +24,27 @@ fn digest(code: &str) -> Vec<u8> {
 /// Sends a new code of `purpose` to a human user (replacing any earlier one). A failure to
 /// deliver is logged, not returned: the person can ask for a new code.
 pub async fn send(state: &AppState, c: &mut Conn, u: &User, purpose: &str, t: &Texts) -> Result<(), StoreError> {
+    send_unless(state, c, u, purpose, t, None).await
+}
+
+/// How long a code sent from the login pages stands before those pages send another.
+pub const RESEND_AFTER: i64 = 60;
+
+/// [`send`] for the login pages, which anyone may drive with any login name: nothing is sent
+/// while the user's code of `purpose` is younger than [`RESEND_AFTER`], so that no one can flood
+/// a mailbox or keep replacing the code its owner is about to type.
+pub async fn send_paced(state: &AppState, c: &mut Conn, u: &User, purpose: &str, t: &Texts) -> Result<(), StoreError> {
+    send_unless(state, c, u, purpose, t, Some(state.clock.now() - RESEND_AFTER)).await
+}
+
+async fn send_unless(
+    state: &AppState,
+    c: &mut Conn,
+    u: &User,
+    purpose: &str,
+    t: &Texts,
+    created_after: Option<i64>,
+) -> Result<(), StoreError> {
     let Some(h) = u.human() else { return Ok(()) };
     let code = new_code();
     let now = state.clock.now();
@@ -32,7 +53,10 @@ pub async fn send(state: &AppState, c: &mut Conn, u: &User, purpose: &str, t: &T
     } else {
         (3600, t.mail_verify_subject, t.mail_verify_body)
     };
-    user_code::put(c, &u.user_id, purpose, &digest(&code), now, now + life).await?;
+    if !user_code::put(c, &u.user_id, purpose, &digest(&code), now, now + life, created_after).await? {
+        tracing::info!(user_id = %u.user_id, purpose, "a code was sent less than a minute ago; not sending another");
+        return Ok(());
+    }
     // Names are refused with control characters at every form and API, but an import or an
     // older row may still hold one: no line of a name's own reaches the message.
     let plain = |s: &str| s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>();

@@ -12,7 +12,7 @@ use super::pages;
 use crate::app::AppState;
 use crate::domain::enums::UserState;
 use crate::oauth::authorize::request::{AuthParams, ResponseType};
-use crate::oauth::authorize::{self, IssuedCode, browser_sessions, request_id};
+use crate::oauth::authorize::{self, IssuedCode, browser_sessions, request_id, response};
 use crate::oauth::client::{self, OidcClient};
 use crate::oidc::claims;
 use crate::store::auth_request::AuthRequestRow;
@@ -486,6 +486,22 @@ async fn finish_with_code(
         }
         Err(e) => return (store_fail(t, headers, e), false),
     };
+    // Turned away by the project: the request is retired, no session or code is stored.
+    match authorize::refusal(c, &f.client, &subject).await {
+        Ok(None) => {}
+        Ok(Some(e)) => {
+            return match auth_request::delete(c, &f.row.auth_request_id).await {
+                Ok(true) => {
+                    let p = &f.params;
+                    let st = p.state.as_deref();
+                    (response::error(t, &state.settings.issuer, &p.redirect_uri, p.response_mode, st, &e), false)
+                }
+                Ok(false) => (fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired), false),
+                Err(e) => (store_fail(t, headers, e), false),
+            };
+        }
+        Err(e) => return (store_fail(t, headers, e), false),
+    }
     let scopes = claims::filter_org_scopes(&subject, &f.params.scopes());
     let user_id = subject.user.user_id.as_str();
     let code = IssuedCode::new(state, &f.params, &f.client, user_id, &scopes, &new.as_new());

@@ -100,7 +100,7 @@ async fn check_new_password(
 pub async fn send_code(state: &AppState, c: &mut Conn, f: &Flow, purpose: &str) -> Result<(), StoreError> {
     if purpose != INIT {
         return match &f.user {
-            Some(u) => super::codes::send(state, c, u, purpose, f.t).await,
+            Some(u) => super::codes::send_paced(state, c, u, purpose, f.t).await,
             None => Ok(()),
         };
     }
@@ -108,7 +108,7 @@ pub async fn send_code(state: &AppState, c: &mut Conn, f: &Flow, purpose: &str) 
         let (state, t) = (state.clone(), f.t);
         tokio::spawn(async move {
             let sent = match state.db.conn().await {
-                Ok(mut c) => super::codes::send(&state, &mut c, &u, INIT, t).await,
+                Ok(mut c) => super::codes::send_paced(&state, &mut c, &u, INIT, t).await,
                 Err(e) => Err(e),
             };
             if let Err(e) = sent {
@@ -217,9 +217,13 @@ pub async fn password(
     let t = f.t;
     // The budget per login name, on top of the lockout policy: it slows guessing on one
     // account even where lockout is off, and is drawn before any hash is computed.
-    let name = match (&f.user, &f.progress.login_name) {
-        (Some(u), _) => u.user_id.clone(),
-        (None, Some(n)) => n.clone(),
+    // Keyed by the name as typed, whether or not it names someone: were it the user's id when
+    // it does, a name whose budget ran out with another of the same user's names (user name,
+    // address, user name at a domain) would tell that both are one existing account. A flow
+    // that chose its user from the browser's sessions has no typed name.
+    let name = match (&f.progress.login_name, &f.user) {
+        (Some(n), _) => format!("name:{}", crate::store::fold(n.trim())),
+        (None, Some(u)) => format!("user:{}", u.user_id),
         (None, None) => String::new(),
     };
     if let Err(wait) = state.limits.login_name(&name) {
@@ -228,8 +232,21 @@ pub async fn password(
         let r = show(&state, &mut c, f, &headers, Some(msg), None).await;
         return crate::limits::too_many(r, wait);
     }
+    // No answer changes with the password for an account that cannot sign in (were it so, the
+    // page would tell a guesser when the password is right, and lockout would not stop guessing).
+    // A deactivated account says so whatever the password, as ZITADEL and Keycloak do (only
+    // administrators deactivate accounts). A locked one answers as an unknown one does, as
+    // Keycloak answers for the accounts its brute-force detection locked: anyone can lock an
+    // account, so telling the lock would tell that the account exists.
+    if let Some(u) = &f.user
+        && !matches!(u.state, UserState::Locked)
+        && let Some(msg) = not_signing_in(t, u)
+    {
+        return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
+    }
     let credentials = Some(t.err_credentials.to_string());
-    let stored = f.user.as_ref().and_then(|u| u.human()).and_then(|h| h.password_hash.clone());
+    let signing_in = f.user.clone().filter(|u| not_signing_in(t, u).is_none());
+    let stored = signing_in.as_ref().and_then(|u| u.human()).and_then(|h| h.password_hash.clone());
     // The hash may wait in the queue of the hashing threads: it does not hold a database
     // connection meanwhile, so a login storm does not starve every other request of them.
     drop(c);
@@ -237,8 +254,9 @@ pub async fn password(
         let state = state.clone();
         async move { state.db.conn().await }
     };
-    let (Some(u), Some(hash)) = (f.user.clone(), stored) else {
-        // Unknown user, machine user or no password: spend the same time, say the same thing.
+    let (Some(u), Some(hash)) = (signing_in, stored) else {
+        // Unknown, locked or inactive user, machine user or no password: spend the same time,
+        // say the same thing.
         state.hasher.verify_nobody(&form.password).await;
         let mut c = match reconnect(&state).await {
             Ok(c) => c,
@@ -323,7 +341,7 @@ pub async fn select(
         return fail(f.t, &headers, StatusCode::BAD_REQUEST, f.t.err_form);
     };
     reset(&mut f);
-    let fresh = f.params.max_age.is_none_or(|m| s.auth_time + m >= now);
+    let fresh = f.params.max_age.is_none_or(|m| s.auth_time.saturating_add(m) >= now);
     if fresh && !f.params.has_prompt(Prompt::Login) {
         f.progress.sso_session = Some(s.session_id.clone());
     }
@@ -528,6 +546,11 @@ pub async fn verify_email(
         Err(r) => return r,
     };
     let t = f.t;
+    // Only at that step (after the password): else anyone who typed a login name could spend
+    // the attempts of the code its owner was sent.
+    if f.next_step(false) != Step::VerifyEmail {
+        return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
+    }
     match check_code(&state, &mut c, &f, VERIFY, &form.code).await {
         Ok(Ok(())) => {}
         Ok(Err(msg)) => return show(&state, &mut c, f, &headers, Some(msg), None).await,
@@ -662,6 +685,14 @@ pub async fn totp(State(state): State<AppState>, Path(id): Path<String>, headers
     };
     if let Some(msg) = not_signing_in(t, &u) {
         return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
+    }
+    // Six digits fall to guessing without a budget (the lockout policy's OTP attempts are off by
+    // default): the same per-name budget as the password, drawn per user.
+    if let Err(wait) = state.limits.login_name(&format!("otp:{}", u.user_id)) {
+        metrics::counter!("latch_rate_limited_total", "budget" => "login_per_name").increment(1);
+        let msg = t.err_too_many.replace("{}", &crate::limits::retry_after_secs(wait).to_string());
+        let r = show(&state, &mut c, f, &headers, Some(msg), None).await;
+        return crate::limits::too_many(r, wait);
     }
     let Some(secret) = u.human().and_then(|h| h.otp_secret.as_ref()).and_then(|s| state.open_otp(&u.user_id, s)) else {
         return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);

@@ -585,7 +585,7 @@ pub async fn list_apps(
     let page = req.query().page()?;
     let mut c = state.db.conn().await?;
     load_project(&mut c, &caller, &project_id).await?;
-    let (apps, total) = app::search(&mut c, &project_id, req.name()?, page).await?;
+    let (apps, total) = app::search(&mut c, &project_id, req.name("ListAppsRequest")?, page).await?;
     Ok(Json(ListResponse {
         details: ListDetails::new(total, state.clock.now()),
         sorting_column: None,

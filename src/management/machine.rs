@@ -7,7 +7,7 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_S
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::users::{AddUserResponse, check_username_domain, load_user, load_user_to_change};
+use super::users::{AddUserResponse, check_login_name_free, check_username_domain, load_user, load_user_to_change};
 use crate::api::error::ApiResult;
 use crate::api::types::{Details, DetailsResponse, ListDetails, ListQuery, ListResponse, parse_ts, ts};
 use crate::api::{ApiError, ApiJson, Caller};
@@ -82,6 +82,7 @@ pub async fn insert_machine(
     if user::username_taken(c, username).await? {
         return Err(ApiError::exists("a user with this user name already exists").with_id("USER-AlreadyExists"));
     }
+    check_login_name_free(c, org_id, username).await?;
     // A machine user's user name is the client_id of its client_credentials tokens (and names it
     // at revocation): the client id of an application, of any organization, would make its
     // tokens pass for that application's.

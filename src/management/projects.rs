@@ -194,12 +194,17 @@ impl ListByNameRequest {
         &self.query
     }
 
-    /// The name filter (only `nameQuery` is supported; several are AND-combined as the first).
-    pub fn name(&self) -> ApiResult<Option<(&str, TextQueryMethod)>> {
+    /// The name filter (only `nameQuery` is supported; several are AND-combined as the first);
+    /// `what` names the request in errors. The name is bounded as every search text is (SQLite
+    /// refuses LIKE patterns over 50,000 bytes).
+    pub fn name(&self, what: &'static str) -> ApiResult<Option<(&str, TextQueryMethod)>> {
         match self.queries.as_slice() {
             [] => Ok(None),
             [q] => match &q.name_query {
-                Some(n) => Ok(Some((n.name.as_str(), n.method))),
+                Some(n) => {
+                    crate::api::types::SearchBudget::new(what).text(&n.name)?;
+                    Ok(Some((n.name.as_str(), n.method)))
+                }
                 // A query naming nothing known is refused, not read as "no filter".
                 None => Err(ApiError::invalid("invalid request: each query must set one of its members")),
             },
@@ -217,7 +222,7 @@ pub async fn list_projects(
     caller.require(Permission::ProjectRead)?;
     let page = req.query.page()?;
     let mut c = state.db.conn().await?;
-    let (projects, total) = project::search(&mut c, &caller.org_id, req.name()?, page).await?;
+    let (projects, total) = project::search(&mut c, &caller.org_id, req.name("ListProjectsRequest")?, page).await?;
     Ok(Json(ListResponse {
         details: ListDetails::new(total, state.clock.now()),
         sorting_column: None,

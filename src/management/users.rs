@@ -186,6 +186,27 @@ pub async fn check_username_domain(c: &mut Conn, org_id: &str, username: &str) -
     }
 }
 
+/// Refuses a user name that is already another user's login name, or whose login names are
+/// already another user's name: the login form looks a name up as a user name first, so the new
+/// user would take the other's sign-ins (and count their wrong passwords). That is a name at a
+/// domain (`alice@example.com`, for alice of the organization with example.com, in the
+/// organization's own domain, which [`check_username_domain`] allows), an e-mail address only one
+/// human has (it signs that human in), and, the other way round, a name whose login name at one
+/// of the organization's domains is some user's name.
+pub async fn check_login_name_free(c: &mut Conn, org_id: &str, username: &str) -> ApiResult<()> {
+    let taken = || {
+        ApiError::exists("the user name is another user's login name; choose another user name")
+            .with_id("USER-LoginNameTaken")
+    };
+    if user::find_by_domain_or_email(c, username).await?.is_some() {
+        return Err(taken());
+    }
+    if user::username_at_org_domain_taken(c, org_id, username).await? {
+        return Err(taken());
+    }
+    Ok(())
+}
+
 /// Inserts a human user after checking the user name is free in the instance.
 pub async fn insert_human(
     c: &mut Conn,
@@ -199,6 +220,7 @@ pub async fn insert_human(
     if user::username_taken(c, username).await? {
         return Err(ApiError::exists("a user with this user name already exists").with_id("USER-AlreadyExists"));
     }
+    check_login_name_free(c, org_id, username).await?;
     let user_id = user_id.unwrap_or_else(new_id);
     let state = if human.password_hash.is_some() { UserState::Active } else { UserState::Initial };
     user::insert(

@@ -235,6 +235,10 @@ fn import_check(u: &HumanUser) -> Result<(), String> {
     if u.user_id.len() > ID_MAX {
         return Err(format!("userId is longer than {ID_MAX} characters"));
     }
+    // The import refuses a NUL anywhere in its body (no store keeps one), and with it every user.
+    if u.user_id.chars().any(char::is_control) {
+        return Err("userId contains a control character".into());
+    }
     check_record(&u.user.to_request(), "user").map(|_| ()).map_err(|e| e.message)
 }
 

@@ -29,6 +29,15 @@ pub struct AssertionClaims {
     pub scope: Option<String>,
 }
 
+impl AssertionClaims {
+    /// Until when its `jti` must be remembered: while it could still pass [`verify`], which
+    /// refuses it an hour after its `iat` whatever its `exp` says.
+    pub fn replay_window_end(&self) -> i64 {
+        let by_iat = self.iat.map_or(i64::MAX, |iat| iat.saturating_add(MAX_AGE));
+        self.exp.min(by_iat).saturating_add(SKEW)
+    }
+}
+
 #[derive(Debug, Deserialize)]
 struct Peek {
     iss: Option<String>,
@@ -80,11 +89,11 @@ pub fn verify(token: &str, keys: &[PublicKey], audiences: &[&str], now: i64) -> 
     let data = jsonwebtoken::decode::<AssertionClaims>(token, &dk, &v)
         .map_err(|e| format!("the assertion is invalid: {e}"))?;
     let c = data.claims;
-    if c.exp + SKEW <= now {
+    if c.exp.saturating_add(SKEW) <= now {
         return Err("the assertion has expired".into());
     }
     match c.iat {
-        Some(iat) if iat > now + SKEW => return Err("the assertion was issued in the future".into()),
+        Some(iat) if iat > now.saturating_add(SKEW) => return Err("the assertion was issued in the future".into()),
         Some(iat) if iat < now - MAX_AGE => return Err("the assertion is too old".into()),
         Some(_) => {}
         None => return Err("the assertion has no iat".into()),

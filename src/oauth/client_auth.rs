@@ -154,13 +154,9 @@ async fn check_credentials(
             let keys = cache.client_keys(c, &a.client_id).await?;
             let token = p.assertion.as_deref().unwrap_or_default();
             let claims = assertion::verify(token, &keys, audiences, now).map_err(|e| p.fail(e))?;
-            let jti = claims.jti.ok_or_else(|| p.fail("the client assertion has no jti"))?;
-            if !key::remember_jti(
-                c.conn().await?,
-                &format!("client:{}:{jti}", a.client_id),
-                claims.exp + assertion::SKEW,
-            )
-            .await?
+            let jti = claims.jti.as_deref().ok_or_else(|| p.fail("the client assertion has no jti"))?;
+            if !key::remember_jti(c.conn().await?, &format!("client:{}:{jti}", a.client_id), claims.replay_window_end())
+                .await?
             {
                 return Err(p.fail("the client assertion was used before"));
             }

@@ -167,6 +167,15 @@ impl TokenService {
         Some(LoadedKey::find(&set, &header.kid?).is_some())
     }
 
+    /// For a compact JWS that names a key this replica does not have: reloads the keys (see
+    /// [`KeyManager::reload_on_demand`]); true when the key is known afterwards, so that the
+    /// token is worth checking again.
+    pub async fn learn_signer(&self, token: &str) -> bool {
+        self.signer_known(token) == Some(false)
+            && self.keys.reload_on_demand().await
+            && self.signer_known(token) == Some(true)
+    }
+
     /// Seals `claims` into an opaque token with the newest token key.
     pub fn seal<T: Serialize>(&self, claims: &T) -> Result<String, TokenError> {
         seal_with(&self.sealers, claims)

@@ -97,9 +97,15 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
     // one is refused. One signed by a key latch no longer has (retired and removed, while the
     // relying party's session lasted longer) cannot be checked: it counts as no hint, so the
     // person is asked, rather than kept signed in by an error page.
+    // A key another replica activated since this one's last reload is learnt first.
+    let verify = |h: &str| state.tokens.verify_id_token::<HintClaims>(h);
     let hint = match hint {
-        Some(h) => match state.tokens.verify_id_token::<HintClaims>(h) {
+        Some(h) => match verify(h) {
             Some(c) => Some(c),
+            None if state.tokens.learn_signer(h).await => match verify(h) {
+                Some(c) => Some(c),
+                None => return bad(t.err_hint_invalid),
+            },
             None if state.tokens.signer_known(h) == Some(false) => None,
             None => return bad(t.err_hint_invalid),
         },

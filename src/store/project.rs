@@ -403,6 +403,18 @@ pub async fn grants_by_org(c: &mut Conn, org_id: &str) -> Result<Vec<UserGrant>>
     rows.into_iter().map(UserGrant::try_from).collect()
 }
 
+/// Whether the user has an active grant on the project (the project's `projectRoleCheck`).
+pub async fn has_active_grant(c: &mut Conn, user_id: &str, project_id: &str) -> Result<bool> {
+    let row: Option<(String,)> = sqlx::query_as(
+        "SELECT user_grant_id FROM user_grant WHERE user_id = $1 AND project_id = $2 AND state = 1 LIMIT 1",
+    )
+    .bind(user_id)
+    .bind(project_id)
+    .fetch_optional(&mut *c)
+    .await?;
+    Ok(row.is_some())
+}
+
 pub async fn grant_exists(c: &mut Conn, user_id: &str, project_id: &str) -> Result<bool> {
     let row: Option<(String,)> =
         sqlx::query_as("SELECT user_grant_id FROM user_grant WHERE user_id = $1 AND project_id = $2")

@@ -308,6 +308,21 @@ pub async fn username_taken(c: &mut Conn, username: &str) -> Result<bool> {
     Ok(row.is_some())
 }
 
+/// Whether `username` at one of `org_id`'s domains is the user name of some account (that
+/// account's name would then be the user's login name at that domain: `alice` of the
+/// organization with example.com against a user named `alice@example.com`).
+pub async fn username_at_org_domain_taken(c: &mut Conn, org_id: &str, username: &str) -> Result<bool> {
+    let row: Option<(String,)> = sqlx::query_as(
+        "SELECT a.user_id FROM org_domain d JOIN account a ON a.username_key = $2 || '@' || d.domain \
+         WHERE d.org_id = $1 LIMIT 1",
+    )
+    .bind(org_id)
+    .bind(fold(username))
+    .fetch_optional(&mut *c)
+    .await?;
+    Ok(row.is_some())
+}
+
 pub async fn set_state(c: &mut Conn, user_id: &str, state: UserState, now: i64) -> Result<bool> {
     let r = sqlx::query(
         "UPDATE account SET state = $1, changed_at = $2, failed_password_attempts = \

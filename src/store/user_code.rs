@@ -10,7 +10,8 @@ pub enum CodeCheck {
     Gone,
 }
 
-/// Replaces the user's code for `purpose`.
+/// Replaces the user's code for `purpose`; with `unless_created_after`, not a code created after
+/// that time (false: the earlier code stays).
 pub async fn put(
     c: &mut Conn,
     user_id: &str,
@@ -18,19 +19,22 @@ pub async fn put(
     code_hash: &[u8],
     now: i64,
     expires_at: i64,
-) -> Result<()> {
-    sqlx::query(
+    unless_created_after: Option<i64>,
+) -> Result<bool> {
+    let r = sqlx::query(
         "INSERT INTO user_code (user_id, purpose, code_hash, attempts, created_at, expires_at) VALUES ($1, $2, $3, 0, $4, $5) \
-         ON CONFLICT (user_id, purpose) DO UPDATE SET code_hash = $3, attempts = 0, created_at = $4, expires_at = $5",
+         ON CONFLICT (user_id, purpose) DO UPDATE SET code_hash = $3, attempts = 0, created_at = $4, expires_at = $5 \
+         WHERE user_code.created_at <= $6",
     )
     .bind(user_id)
     .bind(purpose)
     .bind(code_hash.to_vec())
     .bind(now)
     .bind(expires_at)
+    .bind(unless_created_after.unwrap_or(i64::MAX))
     .execute(&mut *c)
     .await?;
-    Ok(())
+    Ok(r.rows_affected() == 1)
 }
 
 /// Drops every code of the user: they were sent to an address it no longer has.

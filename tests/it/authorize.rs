@@ -74,6 +74,10 @@ on_both!(code_flow_sign_in_and_single_sign_on, |srv| {
     q.push(("prompt", "none"));
     let (_, none) = b.authorize(&q).await;
     assert!(param(&none.redirect_params(), "code").is_some());
+    // ... and with the largest max_age, which allows any age (no overflow).
+    q.push(("max_age", "9223372036854775807"));
+    let (_, none) = b.authorize(&q).await;
+    assert!(param(&none.redirect_params(), "code").is_some(), "{:?} {}", none.location, none.html);
     // prompt=login asks again.
     let mut q = code_query(&client_id, &challenge);
     q.push(("prompt", "login"));
@@ -512,4 +516,74 @@ on_both!(no_cors_on_authorize_login_pages_and_end_session, |srv| {
     // The pending request is still usable: nothing above consumed it.
     let p = b.post(&loginname, &[("csrf", &csrf), ("loginname", "nobody-here")]).await;
     assert_eq!(p.status, 200, "{}", p.html);
+});
+
+on_both!(a_projects_checks_turn_users_away, |srv| {
+    let (client_id, _, project) = oidc_app(srv, json!({})).await;
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    let checks = json!({"name": "checked", "projectRoleCheck": true, "hasProjectCheck": true});
+    srv.put(&format!("/management/v1/projects/{project}"), checks).await.ok();
+    let (_, challenge) = pkce();
+    let sign_in = |b: Browser| {
+        let client_id = client_id.clone();
+        let challenge = challenge.clone();
+        async move {
+            let (id, page) = b.authorize(&code_query(&client_id, &challenge)).await;
+            let done = b.sign_in(&id.expect("a login page"), &page, "alice", "Wonder-land1").await;
+            assert_eq!(done.status, 303, "{}", done.html);
+            (b, done.redirect_params())
+        }
+    };
+    // projectRoleCheck: no grant on the project, no code; nothing is left behind.
+    let (_, p) = sign_in(Browser::new(srv)).await;
+    assert_eq!(param(&p, "error"), Some("access_denied"), "{p:?}");
+    assert!(param(&p, "error_description").unwrap().contains("authorization"), "{p:?}");
+    assert_eq!(param(&p, "state"), Some("st-123"));
+    assert_eq!(param(&p, "iss"), Some(srv.base.as_str()));
+    assert!(param(&p, "code").is_none());
+    for table in ["auth_code", "auth_request", "session"] {
+        assert_eq!(srv.count(table).await, 0, "{table}");
+    }
+    // A grant (with no role) lets her in.
+    let grant = srv.post(&format!("/management/v1/users/{alice}/grants"), json!({"projectId": project})).await;
+    let grant = grant.ok()["userGrantId"].as_str().unwrap().to_string();
+    let (b, p) = sign_in(Browser::new(srv)).await;
+    assert!(param(&p, "code").is_some(), "{p:?}");
+    // Without it, single sign-on (prompt=none too) is refused the same way.
+    srv.delete(&format!("/management/v1/users/{alice}/grants/{grant}")).await.ok();
+    let mut q = code_query(&client_id, &challenge);
+    q.push(("prompt", "none"));
+    let (_, r) = b.authorize(&q).await;
+    let p = r.redirect_params();
+    assert_eq!(param(&p, "error"), Some("access_denied"), "{p:?}");
+    assert!(param(&p, "code").is_none());
+
+    // hasProjectCheck: a user of another organization is refused even with roleCheck off.
+    let checks = json!({"name": "checked", "projectRoleCheck": false, "hasProjectCheck": true});
+    srv.put(&format!("/management/v1/projects/{project}"), checks).await.ok();
+    let (_, r) = b.authorize(&q).await;
+    assert!(param(&r.redirect_params(), "code").is_some(), "her own organization's project");
+    let other =
+        srv.post("/management/v1/orgs", json!({"name": "Elsewhere"})).await.ok()["id"].as_str().unwrap().to_string();
+    let body = json!({"userName": "oscar", "profile": {"firstName": "Oscar", "lastName": "Other"},
+                      "email": {"email": "oscar@example.com", "isEmailVerified": true}});
+    let r = srv.call_as(Some(&srv.pat), Some(&other), "POST", "/management/v1/users/human", body).await;
+    let oscar = r.ok()["userId"].as_str().unwrap().to_string();
+    let password = json!({"password": "Oscar-Passw0rd", "noChangeRequired": true});
+    srv.call_as(Some(&srv.pat), Some(&other), "POST", &format!("/management/v1/users/{oscar}/password"), password)
+        .await
+        .ok();
+    let b = Browser::new(srv);
+    let (id, page) = b.authorize(&code_query(&client_id, &challenge)).await;
+    let done = b.sign_in(&id.expect("a login page"), &page, "oscar", "Oscar-Passw0rd").await;
+    let p = done.redirect_params();
+    assert_eq!(param(&p, "error"), Some("access_denied"), "{p:?} {}", done.html);
+    assert!(param(&p, "error_description").unwrap().contains("organization"), "{p:?}");
+    // With the check off, the same user gets a code.
+    let checks = json!({"name": "checked", "projectRoleCheck": false, "hasProjectCheck": false});
+    srv.put(&format!("/management/v1/projects/{project}"), checks).await.ok();
+    let b = Browser::new(srv);
+    let (id, page) = b.authorize(&code_query(&client_id, &challenge)).await;
+    let done = b.sign_in(&id.expect("a login page"), &page, "oscar", "Oscar-Passw0rd").await;
+    assert!(param(&done.redirect_params(), "code").is_some(), "{}", done.html);
 });

@@ -15,7 +15,7 @@ pub const KEYCLOAK_ARGON2: &str =
 /// Auth0 bcrypt export line 2: password2.
 pub const AUTH0_BCRYPT: &str = "$2b$10$JyDM8jzGYVTdDzZaPAQ2Lu2uZ7xFA3dgQNoHGblMmpkkeIfG2GEYa";
 
-fn record(name: &str, hash: Option<&str>, verified: bool) -> Value {
+pub fn record(name: &str, hash: Option<&str>, verified: bool) -> Value {
     let mut r = json!({"userName": name, "profile": {"firstName": name, "lastName": "Imported"},
                        "email": {"email": format!("{name}@example.com"), "isEmailVerified": verified}});
     if let Some(h) = hash {

@@ -165,11 +165,15 @@ async fn password_guessing_is_limited_per_login_name_and_per_ip() {
     let wait: u64 = limited.header("retry-after").unwrap().parse().unwrap();
     assert!((1..=20).contains(&wait), "{wait}");
     assert_eq!(srv.count("session").await, 0);
+    // The budget is the name's as typed: another of alice's names (her address) is not limited,
+    // or the 429 would tell that both names are one existing account.
+    let other_name = b.sign_in(&id, &page, "alice@example.com", "wrong-password").await;
+    assert!(other_name.html.contains("The login name or the password is wrong."), "{}", other_name.html);
     // Bob is not affected.
     let ok = b.sign_in(&id, &page, "bob", "Builder-bob1").await;
     assert_eq!(ok.status, 303, "{}", ok.html);
 
-    // The IP budget covers every login form post (here 20 per minute, 10 already spent), from
+    // The IP budget covers every login form post (here 20 per minute, 12 already spent), from
     // any browser.
     let b = Browser::new(&srv);
     let (id, page) = crate::login::start(&srv, &b, &[]).await;
@@ -186,6 +190,34 @@ async fn password_guessing_is_limited_per_login_name_and_per_ip() {
     assert_eq!(last, 429);
     // The pages themselves stay readable.
     assert_eq!(b.get(&format!("/ui/login/{id}")).await.status, 200);
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_factor_guessing_is_limited_per_user() {
+    let srv = with_limits(|l| l.login_per_name = "3/1m".into()).await;
+    let secret = "JBSWY3DPEHPK3PXP";
+    let mut r = crate::import_human::record("otp-user", Some(crate::import_human::KEYCLOAK_ARGON2), true);
+    r["otpCode"] = json!(secret);
+    srv.post("/management/v1/users/human/_import", r).await.ok();
+    let b = Browser::new(&srv);
+    let (id, page) = crate::login::start(&srv, &b, &[]).await;
+    let totp = b.sign_in(&id, &page, "otp-user", "secret").await;
+    assert!(totp.html.contains("/totp"), "{}", totp.html);
+    let post = |code: String| {
+        let (b, id, csrf) = (&b, &id, totp.csrf());
+        async move { b.post(&format!("/ui/login/{id}/totp"), &[("csrf", &csrf), ("code", &code)]).await }
+    };
+    for _ in 0..3 {
+        let wrong = post("000000".into()).await;
+        assert!(wrong.html.contains("The code is wrong"), "{}", wrong.html);
+    }
+    // The fourth code is refused before it is checked, even the right one.
+    let now = latch::clock::Clock::now(&*srv.clock);
+    let limited = post(latch::crypto::totp::code_at(secret, now / 30).unwrap()).await;
+    assert_eq!(limited.status, 429, "{}", limited.html);
+    assert!(limited.html.contains("Too many attempts"), "{}", limited.html);
+    assert_eq!(srv.count("session").await, 0);
     srv.stop().await;
 }
 

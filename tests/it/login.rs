@@ -88,6 +88,20 @@ on_both!(a_login_name_is_a_user_name_a_domain_login_or_an_address, |srv| {
         assert_eq!(r.status, 303, "{name}: {}", r.html);
         assert!(param(&r.redirect_params(), "code").is_some(), "{name}");
     }
+    // No new user may be named like one of hank's login names (the form would look the name
+    // up as a user name first and take his sign-ins); nor may a user be named so that one of its
+    // own login names is a name taken already.
+    for name in ["hank@example.com", "HANK@latch.127.0.0.1"] {
+        let body = json!({"userName": name, "profile": {"firstName": "H", "lastName": "X"},
+                          "email": {"email": "other@example.org"}});
+        let r = srv.post("/management/v1/users/human", body).await;
+        assert!(r.err(409, 6).contains("login name"), "{name}: {}", r.text);
+        let r = srv.post("/management/v1/users/machine", json!({"userName": name, "name": "m"})).await;
+        assert!(r.err(409, 6).contains("login name"), "{name}: {}", r.text);
+    }
+    let body = |name: &str| json!({"userName": name, "profile": {"firstName": "Z", "lastName": "X"}, "email": {"email": "zed@example.org"}});
+    srv.post("/management/v1/users/human", body("zed@latch.127.0.0.1")).await.ok();
+    assert!(srv.post("/management/v1/users/human", body("Zed")).await.err(409, 6).contains("login name"));
     let r = sign_in("ivy@example.com", "Ivy-Passw0rd1").await;
     assert!(r.html.contains("The login name or the password is wrong."), "{}", r.html);
     for name in ["hank@other.example", "hank@", "@latch.127.0.0.1"] {
@@ -207,8 +221,18 @@ on_both!(wrong_passwords_lockout_and_no_enumeration, |srv| {
     }
     let u = alice().await;
     assert_eq!(u.state, latch::domain::enums::UserState::Locked);
+    // The answer is a wrong password's, whatever the password: were it to change when the
+    // password is right, lockout would not stop guessing; were it "locked" for any password, it
+    // would tell that the account exists.
     let locked = b.sign_in(&id, &page, "alice", "Wonder-land1").await;
-    assert!(locked.html.contains("locked"), "{}", locked.html);
+    let wrong = b.sign_in(&id, &page, "alice", "wrong-password").await;
+    let unknown = b.sign_in(&id, &page, "nobody", "Wonder-land1").await;
+    for p in [&locked, &wrong, &unknown] {
+        assert_eq!(p.status, 200);
+        assert!(p.html.contains("The login name or the password is wrong."), "{}", p.html);
+        assert!(!p.html.contains("locked"), "{}", p.html);
+    }
+    assert_eq!(locked.html, wrong.html);
     assert_eq!(srv.count("session").await, 1, "only the one of the other browser");
     // Unlocked by an administrator, alice signs in and the counter starts again.
     srv.post(&format!("/management/v1/users/{}/_unlock", u.user_id), json!({})).await.ok();
@@ -396,10 +420,31 @@ on_both!(unverified_email_can_be_skipped_and_initial_password_by_code, |srv| {
         let r = b.post(&format!("/ui/login/{id}/{purpose}/resend"), &[("csrf", &named.csrf())]).await;
         assert_eq!(r.status, 400, "{purpose}: {}", r.html);
     }
+    // Nor can a code be tried there before the password: whoever typed the name would spend the
+    // attempts of the code fred was sent.
+    let r = b.post(&format!("/ui/login/{id}/verify_email"), &[("csrf", &named.csrf()), ("code", "AAAAAAAA")]).await;
+    assert_eq!(r.status, 400, "{}", r.html);
     let verify = b.sign_in(&id, &page, "fred", "Fred-Passw0rd").await;
     assert!(verify.html.contains("/verify_email/skip"), "{}", verify.html);
+    let first = outbox_code(srv, "fred@example.com").await;
+    // Another code only after a minute: the pages would otherwise let anyone flood the mailbox
+    // and keep replacing the code its owner is about to type.
     let resent = b.post(&format!("/ui/login/{id}/verify_email/resend"), &[("csrf", &verify.csrf())]).await;
     assert!(resent.html.contains("A new code is on its way"));
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(srv.outbox_to("fred@example.com").len(), 1);
+    assert_eq!(newest_code(srv, "fred@example.com"), first);
+    srv.clock.advance(61);
+    let resent = b.post(&format!("/ui/login/{id}/verify_email/resend"), &[("csrf", &verify.csrf())]).await;
+    assert!(resent.html.contains("A new code is on its way"));
+    for _ in 0..250 {
+        if srv.outbox_to("fred@example.com").len() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(srv.outbox_to("fred@example.com").len(), 2);
+    assert_ne!(newest_code(srv, "fred@example.com"), first);
     let skipped = b.post(&format!("/ui/login/{id}/verify_email/skip"), &[("csrf", &verify.csrf())]).await;
     assert_eq!(skipped.status, 303);
 
@@ -554,7 +599,7 @@ on_both!(tries_at_a_code_sent_at_once_count_each, |srv| {
         .await;
     let gina = gina.ok()["userId"].as_str().unwrap().to_string();
     let mut c = srv.state.db.conn().await.unwrap();
-    user_code::put(&mut c, &gina, "init_password", b"right", 0, i64::MAX).await.unwrap();
+    user_code::put(&mut c, &gina, "init_password", b"right", 0, i64::MAX, None).await.unwrap();
     drop(c);
     // Twenty wrong tries at once, each on a connection of its own: five are counted as wrong,
     // the others find the code used up, and so does the right one after them.
@@ -571,7 +616,7 @@ on_both!(tries_at_a_code_sent_at_once_count_each, |srv| {
     let mut c = srv.state.db.conn().await.unwrap();
     assert_eq!(user_code::verify(&mut c, &gina, "init_password", b"right", 1, 5).await.unwrap(), CodeCheck::Gone);
     // A fresh code: verified (not used up), then consumed once.
-    user_code::put(&mut c, &gina, "init_password", b"again", 0, i64::MAX).await.unwrap();
+    user_code::put(&mut c, &gina, "init_password", b"again", 0, i64::MAX, None).await.unwrap();
     assert_eq!(user_code::verify(&mut c, &gina, "init_password", b"again", 1, 5).await.unwrap(), CodeCheck::Valid);
     assert!(user_code::consume(&mut c, &gina, "init_password", b"again", 1).await.unwrap());
     assert!(!user_code::consume(&mut c, &gina, "init_password", b"again", 1).await.unwrap());

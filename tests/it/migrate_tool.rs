@@ -155,13 +155,16 @@ crate::on_both!(the_migration_tools_output_always_imports, |srv| {
         user("argon2-ok", json!([argon2("7168")])),
         user("short-otp", json!([kc_password("pbkdf2-sha256", 27500, KC_SALT, KC_HASH, json!({})), kc_otp("JBSWY3DP")])),
         user("lenient-otp", json!([kc_otp("jbswy3dpehpk3pxpjb")])),
+        // An id the import's JSON refuses (NUL): the user is skipped, not the whole body.
+        {"id": "kc-a\u{0}b", "username": "nul-id", "email": "nul-id@acme.test", "firstName": "N", "lastName": "I",
+         "credentials": []},
     ]});
     let realm_path = dir.path().join("realm.json");
     std::fs::write(&realm_path, realm.to_string()).unwrap();
     let mut opts = Options::new(org.clone());
     opts.output = dir.path().join("kc.json");
     let summary = keycloak::run(&opts, &realm_path, None).unwrap();
-    assert_eq!((summary.seen, summary.written), (8, 4), "{summary}");
+    assert_eq!((summary.seen, summary.written), (9, 4), "{summary}");
     let refused = |s: &latch::migration::Summary, text: &str| {
         s.skipped
             .iter()
@@ -172,6 +175,7 @@ crate::on_both!(the_migration_tools_output_always_imports, |srv| {
     assert_eq!(refused(&summary, "userName"), 2, "{summary}");
     assert_eq!(refused(&summary, "PBKDF2"), 1, "{summary}");
     assert_eq!(refused(&summary, "memory"), 1, "{summary}");
+    assert_eq!(refused(&summary, "userId"), 1, "{summary}");
     assert_eq!(
         summary.notices.count("no user id in the export, one derived from the organization and the user name"),
         1

@@ -137,6 +137,17 @@ crate::on_both!(nul_characters_are_invalid_input, |srv| {
     }
     let m = srv.call("DELETE", "/management/v1/orgs/me/domains/%00", json!(null)).await.err(400, 3).to_string();
     assert!(m.contains("NUL"), "{m}");
+    // Escapes that are no UTF-8: the API's error format too (axum's own answer is plain text).
+    for (method, path) in [
+        ("GET", "/management/v1/users/%FF"),
+        ("DELETE", "/v2/web_keys/%C3%28"),
+        ("POST", "/management/v1/projects/p%E2%82/roles/_search"),
+    ] {
+        let m = srv.call(method, path, json!({})).await.err(400, 3).to_string();
+        assert!(m.contains("UTF-8"), "{path}: {m}");
+    }
+    // ... while escaped UTF-8 is a plain path parameter (an unknown user here).
+    srv.call("GET", "/management/v1/users/%C3%A9", json!(null)).await.err(404, 5);
     let r = srv.call("POST", "/management/v1/projects", json!({"name": "a\u{0}b"})).await;
     assert!(r.err(400, 3).contains("name"), "{}", r.text);
     let project = srv.call("POST", "/management/v1/projects", json!({"name": "p"})).await;

@@ -105,6 +105,13 @@ on_both!(projects_roles_and_grants, |srv| {
         srv.post(&format!("{roles}/_search"), json!({"queries": q})).await.err(400, 3);
     }
     srv.post("/management/v1/projects/_search", json!({"queries": [{"nmeQuery": {"name": "x"}}]})).await.err(400, 3);
+    // Names are bounded like every search text (SQLite refused a pattern this long with a 500).
+    let long =
+        json!({"queries": [{"nameQuery": {"name": "a".repeat(60_000), "method": "TEXT_QUERY_METHOD_CONTAINS"}}]});
+    for path in ["/management/v1/projects/_search".to_string(), format!("/management/v1/projects/{p}/apps/_search")] {
+        let r = srv.post(&path, long.clone()).await;
+        assert!(r.err(400, 3).contains("200 characters"), "{path}: {}", r.text);
+    }
 
     let alice = crate::users::create_alice(srv).await;
     let grants = format!("/management/v1/users/{alice}/grants");

@@ -18,11 +18,13 @@ async fn two_replicas_share_one_store() {
     let ports = [free_port(), free_port()];
     let issuer = format!("http://127.0.0.1:{}", ports[0]);
     let mut procs = Vec::new();
-    for (d, p) in dirs.iter().zip(ports) {
+    // B reloads its keys only every minute: it learns the key A activates from the first token
+    // that names it.
+    for ((d, p), interval) in dirs.iter().zip(ports).zip(["1s", "1m"]) {
         let mut env = base_env(p, &url, KEY);
         env.retain(|(k, _)| k != "LATCH_EXTERNAL_URL");
         env.push(("LATCH_EXTERNAL_URL".into(), issuer.clone()));
-        env.push(("LATCH_KEYS_REFRESH_INTERVAL".into(), "1s".into()));
+        env.push(("LATCH_KEYS_REFRESH_INTERVAL".into(), interval.into()));
         procs.push(LatchProcess::spawn(d.path(), &env, p));
     }
     for p in procs.iter_mut() {
@@ -147,9 +149,26 @@ async fn two_replicas_share_one_store() {
     .await;
     assert_eq!(s, 400);
 
-    // A key activated on A signs on B within the refresh interval.
+    // A key activated on A signs on A at once; B, which has not reloaded its keys since, takes
+    // a token signed with it for one: it reloads them when a token names a key it lacks.
     let key = call(&a, &pat, "POST", "/v2/web_keys", json!({"ecdsa": {}})).await["id"].as_str().unwrap().to_string();
     call(&a, &pat, "POST", &format!("/v2/web_keys/{key}/_activate"), json!({})).await;
+    let robot = json!({"userName": "robot", "name": "robot", "accessTokenType": "ACCESS_TOKEN_TYPE_JWT"});
+    let robot =
+        call(&a, &pat, "POST", "/management/v1/users/machine", robot).await["userId"].as_str().unwrap().to_string();
+    let robot = call(&a, &pat, "PUT", &format!("/management/v1/users/{robot}/secret"), json!({})).await;
+    let robot = (robot["clientId"].as_str().unwrap().to_string(), robot["clientSecret"].as_str().unwrap().to_string());
+    let scope = format!("urn:service:iam:org:project:id:{project}:aud");
+    let (s, t) = post_form(
+        &format!("{a}/oauth/v2/token"),
+        (&robot.0, &robot.1),
+        &[("grant_type", "client_credentials"), ("scope", &scope)],
+    )
+    .await;
+    assert_eq!(s, 200, "{t}");
+    let jwt = t["access_token"].as_str().unwrap().to_string();
+    assert_eq!(crate::token::header(&jwt)["kid"], key.as_str());
+    assert!(active(b.clone(), jwt).await, "B learns the key from the token");
     let mut seen = false;
     for _ in 0..30 {
         let keys = call(&b, &pat, "GET", "/v2/web_keys", json!(null)).await;

@@ -678,6 +678,20 @@ on_both!(jwt_bearer_grant, |srv| {
     assert_eq!(id["amr"], json!(["private_key"]));
     // The same jti again is a replay.
     grant(sign(&kid, &key, &good), "openid").await.err(400, "invalid_grant");
+    // The latest exp there is: accepted (no overflow), its jti remembered only while its iat
+    // lets it pass (an hour and the clock skew), not until the end of time.
+    let mut far = good.clone();
+    far["exp"] = json!(i64::MAX);
+    far["jti"] = json!("j-far");
+    grant(sign(&kid, &key, &far), "openid").await.ok();
+    let mut c = srv.state.db.conn().await.unwrap();
+    let (until,): (i64,) = sqlx::query_as("SELECT expires_at FROM assertion_jti WHERE jti_key LIKE '%:j-far'")
+        .fetch_one(&mut *c)
+        .await
+        .unwrap();
+    drop(c);
+    assert_eq!(until, n + 3600 + 60);
+    grant(sign(&kid, &key, &far), "openid").await.err(400, "invalid_grant");
     let mut bad_cases = Vec::new();
     let mut c = good.clone();
     c["aud"] = json!("https://elsewhere.example");

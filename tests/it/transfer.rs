@@ -927,3 +927,34 @@ on_both!(imported_user_names_keep_out_of_other_organizations_domains, |srv| {
     after[2] += 2; // cat and eve
     assert_eq!(counts(srv).await, after);
 });
+
+// A new organization with no primary domain gets a generated one, which is none of the domains
+// it lists (one of them being the name the generator tries first), and which the document's
+// later organizations may not name users in.
+on_both!(a_generated_domain_is_none_of_the_listed_ones, |srv| {
+    let host = srv.state.settings.external_host();
+    let listed = format!("gamma.{host}");
+    let mut hal = record("hal", None, true);
+    hal["userName"] = json!(format!("hal@gamma-orgg.{host}"));
+    let orgs = json!({"orgs": [
+        {"orgId": "org-g", "org": {"name": "Gamma"}, "domains": [{"domainName": listed, "isVerified": false}]},
+        {"orgId": "org-h", "org": {"name": "H"}, "humanUsers": [{"userId": "h-1", "user": hal}]},
+    ]});
+    let r = import(srv, json!({"dataOrgs": orgs, "timeout": "1m"})).await;
+    let errors = r["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{r}");
+    assert_eq!(errors[0]["id"], "h-1", "{r}");
+    assert!(errors[0]["message"].as_str().unwrap().contains("ends in a domain of organization org-g"), "{r}");
+    assert_eq!(r["success"]["orgs"].as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(r["success"]["orgs"][0]["orgId"], "org-g", "{r}");
+    let mut c = srv.state.db.conn().await.unwrap();
+    let domains: Vec<(String, i64)> =
+        sqlx::query_as("SELECT domain, is_primary FROM org_domain WHERE org_id = 'org-g' ORDER BY domain")
+            .fetch_all(&mut *c)
+            .await
+            .unwrap();
+    assert_eq!(domains.len(), 2, "{domains:?}");
+    assert!(domains.contains(&(listed.clone(), 0)), "{domains:?}");
+    let generated = domains.iter().find(|(_, primary)| *primary == 1).expect("a primary domain");
+    assert_eq!(generated.0, format!("gamma-orgg.{host}"), "{domains:?}");
+});

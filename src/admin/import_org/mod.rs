@@ -71,13 +71,17 @@ impl Index {
         self.by_name.insert(key, (id, org));
     }
 
-    /// Records what an organization's import wrote, for the organizations after it.
-    fn add(&mut self, plan: &Plan) {
+    /// Records what an organization's import wrote, for the organizations after it: its users,
+    /// its domains and the one generated for it.
+    fn add(&mut self, plan: &Plan, org_id: &str, generated: Option<String>) {
         for u in &plan.users {
             self.add_name(fold(&u.username), u.user_id.clone(), u.org_id.clone());
         }
         for d in &plan.domains {
             self.domains.insert(d.domain.clone(), d.org_id.clone());
+        }
+        if let Some(domain) = generated {
+            self.domains.insert(domain, org_id.to_string());
         }
     }
 
@@ -234,11 +238,14 @@ pub async fn import(
         return Ok(Outcome { errors: ck.errors, ..Outcome::default() });
     }
     let Check { skipped, .. } = ck;
-    if let Err(e) = target.apply(state, &org_id, &plan, now).await? {
-        let message = format!("{} (organization {org_id} was not imported)", e.message);
-        return Ok(Outcome { errors: vec![ImportItem::new("org", &org_id, message)], ..Outcome::default() });
-    }
-    index.add(&plan);
+    let generated = match target.apply(state, &org_id, &plan, now).await? {
+        Ok(generated) => generated,
+        Err(e) => {
+            let message = format!("{} (organization {org_id} was not imported)", e.message);
+            return Ok(Outcome { errors: vec![ImportItem::new("org", &org_id, message)], ..Outcome::default() });
+        }
+    };
+    index.add(&plan, &org_id, generated);
     Ok(Outcome { success: Some(ok), errors: Vec::new(), skipped, notify })
 }
 

@@ -25,21 +25,25 @@ impl Target {
         }
     }
 
-    /// Writes one organization's plan. `Ok(Err(e))`: refused as a whole (a conflict found on
-    /// writing), nothing of it kept; `Err(e)`: an internal error, which stops the import.
+    /// Writes one organization's plan; `Ok(Ok(domain))` names the domain generated for a new
+    /// organization that brought no primary one. `Ok(Err(e))`: refused as a whole (a conflict
+    /// found on writing), nothing of it kept; `Err(e)`: an internal error, which stops the import.
     pub(super) async fn apply(
         &mut self,
         state: &AppState,
         org_id: &str,
         plan: &Plan,
         now: i64,
-    ) -> ApiResult<Result<(), ApiError>> {
+    ) -> ApiResult<Result<Option<String>, ApiError>> {
         let stops = |e: &ApiError| e.code == Code::Internal;
-        match self {
+        let generated = match self {
             Target::Commit => {
                 let mut tx = state.db.begin().await?;
                 match write(state, &mut tx, org_id, plan, now).await {
-                    Ok(()) => tx.commit().await.map_err(StoreError::from)?,
+                    Ok(generated) => {
+                        tx.commit().await.map_err(StoreError::from)?;
+                        generated
+                    }
                     Err(e) if stops(&e) => return Err(e),
                     Err(e) => return Ok(Err(e)),
                 }
@@ -51,7 +55,10 @@ impl Target {
                 };
                 tx.savepoint().await.map_err(StoreError::from)?;
                 match write(state, tx, org_id, plan, now).await {
-                    Ok(()) => tx.release_savepoint().await.map_err(StoreError::from)?,
+                    Ok(generated) => {
+                        tx.release_savepoint().await.map_err(StoreError::from)?;
+                        generated
+                    }
                     Err(e) if stops(&e) => return Err(e),
                     Err(e) => {
                         tx.rollback_to_savepoint().await.map_err(StoreError::from)?;
@@ -59,8 +66,8 @@ impl Target {
                     }
                 }
             }
-        }
-        Ok(Ok(()))
+        };
+        Ok(Ok(generated))
     }
 
     pub fn is_dry_run(&self) -> bool {
@@ -83,8 +90,9 @@ fn conflict(what: String) -> impl FnOnce(StoreError) -> ApiError {
     }
 }
 
-/// Writes the plan (inside the organization's transaction or savepoint).
-async fn write(state: &AppState, c: &mut Conn, org_id: &str, plan: &Plan, now: i64) -> ApiResult<()> {
+/// Writes the plan (inside the organization's transaction or savepoint); answers the domain it
+/// generated, if it did.
+async fn write(state: &AppState, c: &mut Conn, org_id: &str, plan: &Plan, now: i64) -> ApiResult<Option<String>> {
     if let Some((name, st)) = &plan.new_org {
         if org::name_taken(c, name).await? {
             return Err(ApiError::exists(format!("another organization is named '{name}'")));
@@ -92,26 +100,31 @@ async fn write(state: &AppState, c: &mut Conn, org_id: &str, plan: &Plan, now: i
         org::insert(c, org_id, name, *st, now)
             .await
             .map_err(conflict(format!("the organization id {org_id} is taken")))?;
-        if plan.generate_domain {
-            let domain = generated_domain(state, c, org_id, name).await?;
-            org::insert_domain(
-                c,
-                &OrgDomain {
-                    domain,
-                    org_id: org_id.to_string(),
-                    is_verified: true,
-                    is_primary: true,
-                    validation_type: Default::default(),
-                    created_at: now,
-                },
-            )
-            .await?;
-        }
     }
     for dm in &plan.domains {
         org::insert_domain(c, dm)
             .await
             .map_err(conflict(format!("the domain {} belongs to another organization", dm.domain)))?;
+    }
+    // After the listed domains, so that the generated one is none of them.
+    let mut generated = None;
+    if let Some((name, _)) = &plan.new_org
+        && plan.generate_domain
+    {
+        let domain = generated_domain(state, c, org_id, name).await?;
+        org::insert_domain(
+            c,
+            &OrgDomain {
+                domain: domain.clone(),
+                org_id: org_id.to_string(),
+                is_verified: true,
+                is_primary: true,
+                validation_type: Default::default(),
+                created_at: now,
+            },
+        )
+        .await?;
+        generated = Some(domain);
     }
     if let Some(p) = &plan.login {
         setting::save(c, org_id, p, now).await?;
@@ -154,5 +167,5 @@ async fn write(state: &AppState, c: &mut Conn, org_id: &str, plan: &Plan, now: i
     for (project_id, user_id, roles) in &plan.project_members {
         member::upsert(c, Scope::Project, project_id, user_id, roles, now).await?;
     }
-    Ok(())
+    Ok(generated)
 }

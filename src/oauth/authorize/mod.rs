@@ -131,7 +131,7 @@ async fn decide(
 ) -> crate::store::Result<Response> {
     let now = state.clock.now();
     let sessions = browser_sessions(c, browser, now).await?;
-    let fresh = |s: &Session| params.max_age.is_none_or(|m| s.auth_time + m >= now);
+    let fresh = |s: &Session| params.max_age.is_none_or(|m| s.auth_time.saturating_add(m) >= now);
     let hinted = params.hint_sub.is_some() || params.login_hint.is_some();
     let pick = if let Some(sub) = &params.hint_sub {
         sessions.iter().find(|(_, u)| &u.user_id == sub)
@@ -232,6 +232,28 @@ pub fn shape(client: &OidcClient) -> Shape {
         id_token_role_assertion: client.config.id_token_role_assertion,
         project_role_assertion: client.project.role_assertion,
     }
+}
+
+/// Why the project of `client` turns `subject` away, if it does (`None`: it does not). Its
+/// `hasProjectCheck` admits only users of the organization that owns the project (latch has no
+/// projects granted to other organizations), and its `projectRoleCheck` only users with an
+/// active grant on it, as ZITADEL's "check for project" and "check authorization on
+/// authentication" do. The client is told `access_denied`.
+pub async fn refusal(c: &mut Conn, client: &OidcClient, subject: &Subject) -> crate::store::Result<Option<OAuthError>> {
+    let p = &client.project;
+    if p.has_project_check && subject.user.org_id != p.org_id {
+        return Ok(Some(OAuthError::new(
+            ErrorCode::AccessDenied,
+            "the user's organization has no access to this application's project",
+        )));
+    }
+    if p.role_check && !crate::store::project::has_active_grant(c, &subject.user.user_id, &p.project_id).await? {
+        return Ok(Some(OAuthError::new(
+            ErrorCode::AccessDenied,
+            "the user has no authorization on this application's project",
+        )));
+    }
+    Ok(None)
 }
 
 /// Loads a user's organization to make a token subject.
@@ -342,10 +364,14 @@ pub async fn complete(
     if s.last_used_at < now {
         session::touch(c, &s.session_id, now).await?;
     }
-    crate::oidc::backchannel::note(c, client, s).await?;
     let Some(subject) = subject(state, c, u).await? else {
         return Ok(pages::error_page(t, StatusCode::BAD_REQUEST, "the account has no organization", ""));
     };
+    if let Some(e) = refusal(c, client, &subject).await? {
+        let st = params.state.as_deref();
+        return Ok(response::error(t, &state.settings.issuer, &params.redirect_uri, params.response_mode, st, &e));
+    }
+    crate::oidc::backchannel::note(c, client, s).await?;
     let scopes = claims::filter_org_scopes(&subject, &params.scopes());
     let mut fields: Vec<(&'static str, String)> = Vec::new();
     match params.response_type {

@@ -36,8 +36,7 @@ pub async fn grant(state: &AppState, form: &Form) -> OAuthResult<TokenResponse> 
     }
     state.limits.client(&u.user_id)?;
     if let Some(jti) = &claims.jti
-        && !key::remember_jti(c.conn().await?, &format!("user:{}:{jti}", u.user_id), claims.exp + assertion::SKEW)
-            .await?
+        && !key::remember_jti(c.conn().await?, &format!("user:{}:{jti}", u.user_id), claims.replay_window_end()).await?
     {
         return Err(OAuthError::invalid_grant("the assertion was used before"));
     }
