@@ -251,24 +251,22 @@ impl KeyManager {
     }
 
     /// [`reload`](Self::reload) for a token naming a key this replica does not have: another
-    /// replica may have activated a key through the API since this one's last reload. At most
-    /// once a second, whatever the tokens (anyone can send a made-up key id); true when it read
-    /// the store.
-    pub async fn reload_on_demand(&self) -> bool {
+    /// replica may have activated a key through the API since this one's last reload. The store
+    /// is read at most once a second, whatever the tokens (anyone can send a made-up key id); a
+    /// caller that finds that second's read taken waits for any reload under way, so that a burst
+    /// of tokens of a new key all see the key once it is loaded.
+    pub async fn reload_on_demand(&self) {
         use std::sync::atomic::Ordering;
         let now = self.clock.now();
         let last = self.on_demand_at.load(Ordering::Relaxed);
         if last > now - 1
             || self.on_demand_at.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_err()
         {
-            return false;
+            drop(self.reloading.lock().await);
+            return;
         }
-        match self.reload().await {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!(error = %e, "reloading the signing keys for an unknown key id failed");
-                false
-            }
+        if let Err(e) = self.reload().await {
+            tracing::warn!(error = %e, "reloading the signing keys for an unknown key id failed");
         }
     }
 

@@ -5,12 +5,11 @@ use super::i18n::Texts;
 use crate::app::AppState;
 use crate::crypto::secret;
 use crate::store::user::User;
-use crate::store::user_code::{self, CodeCheck};
+use crate::store::user_code::{self, ATTEMPTS, CodeCheck};
 use crate::store::{Conn, StoreError};
 
 pub const VERIFY: &str = "verify_email";
 pub const INIT: &str = "init_password";
-const ATTEMPTS: i64 = 5;
 const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 
 fn new_code() -> String {

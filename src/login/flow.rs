@@ -415,6 +415,9 @@ async fn finish_as(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap)
     if let Some(msg) = not_signing_in(t, &u) {
         return (fail(t, headers, StatusCode::FORBIDDEN, msg), None);
     }
+    if let Some(r) = turned_away(state, c, &f, &u, headers).await {
+        return (r, None);
+    }
     let now = state.clock.now();
     let (sess, renewed) = match &f.progress.sso_session {
         Some(sid) => match session::get(c, sid).await {
@@ -467,6 +470,30 @@ async fn finish_as(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap)
     }
 }
 
+/// The answer when the project of the flow's client turns `u` away ([`authorize::refusal`]),
+/// before anything of the sign-in is stored: the request retired, the client told
+/// `access_denied`; no session, no code, no new cookie, whatever the response type.
+async fn turned_away(state: &AppState, c: &mut Conn, f: &Flow, u: &User, headers: &HeaderMap) -> Option<Response> {
+    let t = f.t;
+    // A user without an organization is answered where the subject is made for the tokens.
+    let subject = match authorize::subject(state, c, u.clone()).await {
+        Ok(s) => s?,
+        Err(e) => return Some(store_fail(t, headers, e)),
+    };
+    let e = match authorize::refusal(c, &f.client, &subject).await {
+        Ok(refused) => refused?,
+        Err(e) => return Some(store_fail(t, headers, e)),
+    };
+    Some(match auth_request::delete(c, &f.row.auth_request_id).await {
+        Ok(true) => {
+            let p = &f.params;
+            response::error(t, &state.settings.issuer, &p.redirect_uri, p.response_mode, p.state.as_deref(), &e)
+        }
+        Ok(false) => fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired),
+        Err(e) => store_fail(t, headers, e),
+    })
+}
+
 /// A new authentication answered with a code: the request retired, the session stored and the
 /// code stored in one round trip ([`signin::finish`]); a second one only when the browser
 /// already had a session of this user (its id, kept, goes into the code).
@@ -486,22 +513,6 @@ async fn finish_with_code(
         }
         Err(e) => return (store_fail(t, headers, e), false),
     };
-    // Turned away by the project: the request is retired, no session or code is stored.
-    match authorize::refusal(c, &f.client, &subject).await {
-        Ok(None) => {}
-        Ok(Some(e)) => {
-            return match auth_request::delete(c, &f.row.auth_request_id).await {
-                Ok(true) => {
-                    let p = &f.params;
-                    let st = p.state.as_deref();
-                    (response::error(t, &state.settings.issuer, &p.redirect_uri, p.response_mode, st, &e), false)
-                }
-                Ok(false) => (fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired), false),
-                Err(e) => (store_fail(t, headers, e), false),
-            };
-        }
-        Err(e) => return (store_fail(t, headers, e), false),
-    }
     let scopes = claims::filter_org_scopes(&subject, &f.params.scopes());
     let user_id = subject.user.user_id.as_str();
     let code = IssuedCode::new(state, &f.params, &f.client, user_id, &scopes, &new.as_new());

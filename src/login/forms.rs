@@ -204,6 +204,16 @@ pub async fn login_name(
     show(&state, &mut c, f, &headers, None, None).await
 }
 
+/// A login name as the lookup reads it ([`user::find_by_domain_or_email`] trims the part before
+/// the `@` on its own), the key of its rate budget.
+fn lookup_key(name: &str) -> String {
+    let key = crate::store::fold(name);
+    match key.rsplit_once('@') {
+        Some((local, domain)) => format!("{}@{}", local.trim(), domain.trim()),
+        None => key,
+    }
+}
+
 pub async fn password(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -215,14 +225,16 @@ pub async fn password(
         Err(r) => return r,
     };
     let t = f.t;
-    // The budget per login name, on top of the lockout policy: it slows guessing on one
-    // account even where lockout is off, and is drawn before any hash is computed.
-    // Keyed by the name as typed, whether or not it names someone: were it the user's id when
-    // it does, a name whose budget ran out with another of the same user's names (user name,
-    // address, user name at a domain) would tell that both are one existing account. A flow
-    // that chose its user from the browser's sessions has no typed name.
+    // Two budgets on top of the lockout policy, drawn before any hash is computed, so guessing
+    // stays slow even where lockout is off. The login name's, keyed by the name as the lookup
+    // reads it (case and spaces make no new name) whether or not it names someone, answers 429.
+    // The user's, drawn when the typed name means someone, bounds the guesses at one account
+    // over all its names (user name, address, user name at each domain); once it is spent the
+    // page answers as a wrong password does, checking nothing, so that no answer tells that two
+    // names are one account. A flow that chose its user from the browser's sessions has no
+    // typed name: it draws on the user's budget (with a 429).
     let name = match (&f.progress.login_name, &f.user) {
-        (Some(n), _) => format!("name:{}", crate::store::fold(n.trim())),
+        (Some(n), _) => format!("name:{}", lookup_key(n)),
         (None, Some(u)) => format!("user:{}", u.user_id),
         (None, None) => String::new(),
     };
@@ -231,6 +243,13 @@ pub async fn password(
         let msg = t.err_too_many.replace("{}", &crate::limits::retry_after_secs(wait).to_string());
         let r = show(&state, &mut c, f, &headers, Some(msg), None).await;
         return crate::limits::too_many(r, wait);
+    }
+    let user_spent = match (&f.progress.login_name, &f.user) {
+        (Some(_), Some(u)) => state.limits.login_name(&format!("user:{}", u.user_id)).is_err(),
+        _ => false,
+    };
+    if user_spent {
+        metrics::counter!("latch_rate_limited_total", "budget" => "login_per_user").increment(1);
     }
     // No answer changes with the password for an account that cannot sign in (were it so, the
     // page would tell a guesser when the password is right, and lockout would not stop guessing).
@@ -245,7 +264,7 @@ pub async fn password(
         return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
     }
     let credentials = Some(t.err_credentials.to_string());
-    let signing_in = f.user.clone().filter(|u| not_signing_in(t, u).is_none());
+    let signing_in = f.user.clone().filter(|u| not_signing_in(t, u).is_none() && !user_spent);
     let stored = signing_in.as_ref().and_then(|u| u.human()).and_then(|h| h.password_hash.clone());
     // The hash may wait in the queue of the hashing threads: it does not hold a database
     // connection meanwhile, so a login storm does not starve every other request of them.
@@ -255,8 +274,8 @@ pub async fn password(
         async move { state.db.conn().await }
     };
     let (Some(u), Some(hash)) = (signing_in, stored) else {
-        // Unknown, locked or inactive user, machine user or no password: spend the same time,
-        // say the same thing.
+        // Unknown or locked user, a user whose budget is spent, machine user or no password:
+        // spend the same time, say the same thing.
         state.hasher.verify_nobody(&form.password).await;
         let mut c = match reconnect(&state).await {
             Ok(c) => c,

@@ -27,14 +27,19 @@ pub fn decode(state: &AppState, token: &str) -> Option<AccessClaims> {
     if token.contains('.') { state.tokens.verify_typed(token, "at+jwt") } else { state.tokens.open(token) }
 }
 
+/// [`decode`], learning first the key of a JWT signed by a key this replica has not loaded yet
+/// (one another replica activated since this one's last reload).
+pub async fn decode_learning(state: &AppState, token: &str) -> Option<AccessClaims> {
+    match decode(state, token) {
+        None if token.len() <= 16 * 1024 && state.tokens.learn_signer(token).await => decode(state, token),
+        decoded => decoded,
+    }
+}
+
 /// Resolves a presented token; `None` for anything that does not count.
 pub async fn resolve(state: &AppState, c: &mut impl Source, token: &str) -> Result<Option<Access>> {
     let now = state.clock.now();
-    let decoded = match decode(state, token) {
-        None if token.len() <= 16 * 1024 && state.tokens.learn_signer(token).await => decode(state, token),
-        decoded => decoded,
-    };
-    let (claims, is_pat) = match decoded {
+    let (claims, is_pat) = match decode_learning(state, token).await {
         Some(claims) => (claims, false),
         None => {
             if token.is_empty() || token.len() > 512 {

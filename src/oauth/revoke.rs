@@ -76,7 +76,7 @@ async fn revoke(state: &AppState, headers: &HeaderMap, body: &[u8]) -> OAuthResu
                 }
                 return Ok(());
             }
-        } else if let Some(claims) = access::decode(state, token) {
+        } else if let Some(claims) = access::decode_learning(state, token).await {
             if claims.client_id != caller_id {
                 return Err(not_yours());
             }

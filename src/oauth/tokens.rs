@@ -171,9 +171,11 @@ impl TokenService {
     /// [`KeyManager::reload_on_demand`]); true when the key is known afterwards, so that the
     /// token is worth checking again.
     pub async fn learn_signer(&self, token: &str) -> bool {
-        self.signer_known(token) == Some(false)
-            && self.keys.reload_on_demand().await
-            && self.signer_known(token) == Some(true)
+        if self.signer_known(token) != Some(false) {
+            return false;
+        }
+        self.keys.reload_on_demand().await;
+        self.signer_known(token) == Some(true)
     }
 
     /// Seals `claims` into an opaque token with the newest token key.

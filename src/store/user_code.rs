@@ -10,8 +10,11 @@ pub enum CodeCheck {
     Gone,
 }
 
+/// Wrong tries a code takes before it is gone.
+pub const ATTEMPTS: i64 = 5;
+
 /// Replaces the user's code for `purpose`; with `unless_created_after`, not a code created after
-/// that time (false: the earlier code stays).
+/// that time that can still be used (false: the earlier code stays).
 pub async fn put(
     c: &mut Conn,
     user_id: &str,
@@ -24,7 +27,7 @@ pub async fn put(
     let r = sqlx::query(
         "INSERT INTO user_code (user_id, purpose, code_hash, attempts, created_at, expires_at) VALUES ($1, $2, $3, 0, $4, $5) \
          ON CONFLICT (user_id, purpose) DO UPDATE SET code_hash = $3, attempts = 0, created_at = $4, expires_at = $5 \
-         WHERE user_code.created_at <= $6",
+         WHERE user_code.created_at <= $6 OR user_code.attempts >= $7 OR user_code.expires_at <= $4",
     )
     .bind(user_id)
     .bind(purpose)
@@ -32,6 +35,7 @@ pub async fn put(
     .bind(now)
     .bind(expires_at)
     .bind(unless_created_after.unwrap_or(i64::MAX))
+    .bind(ATTEMPTS)
     .execute(&mut *c)
     .await?;
     Ok(r.rows_affected() == 1)

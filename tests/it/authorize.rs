@@ -519,7 +519,12 @@ on_both!(no_cors_on_authorize_login_pages_and_end_session, |srv| {
 });
 
 on_both!(a_projects_checks_turn_users_away, |srv| {
-    let (client_id, _, project) = oidc_app(srv, json!({})).await;
+    let (client_id, _, project) = oidc_app(
+        srv,
+        json!({"responseTypes": ["OIDC_RESPONSE_TYPE_CODE", "OIDC_RESPONSE_TYPE_ID_TOKEN"],
+               "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_IMPLICIT"]}),
+    )
+    .await;
     let alice = human(srv, "alice", "Wonder-land1").await;
     let checks = json!({"name": "checked", "projectRoleCheck": true, "hasProjectCheck": true});
     srv.put(&format!("/management/v1/projects/{project}"), checks).await.ok();
@@ -542,6 +547,24 @@ on_both!(a_projects_checks_turn_users_away, |srv| {
     assert_eq!(param(&p, "iss"), Some(srv.base.as_str()));
     assert!(param(&p, "code").is_none());
     for table in ["auth_code", "auth_request", "session"] {
+        assert_eq!(srv.count(table).await, 0, "{table}");
+    }
+    // The implicit flow the same way: no session is stored for the user turned away.
+    let b = Browser::new(srv);
+    let q = [
+        ("client_id", client_id.as_str()),
+        ("redirect_uri", CB),
+        ("response_type", "id_token"),
+        ("scope", "openid"),
+        ("nonce", "n"),
+        ("state", "s"),
+    ];
+    let (id, page) = b.authorize(&q).await;
+    let done = b.sign_in(&id.expect("a login page"), &page, "alice", "Wonder-land1").await;
+    let f = done.fragment_params();
+    assert_eq!(param(&f, "error"), Some("access_denied"), "{} {}", done.location(), done.html);
+    assert!(param(&f, "id_token").is_none());
+    for table in ["auth_request", "session"] {
         assert_eq!(srv.count(table).await, 0, "{table}");
     }
     // A grant (with no role) lets her in.

@@ -42,6 +42,14 @@ on_both!(token_exchange, |srv| {
     // Off until the feature is on.
     exchange(basic()).await.err(400, "unsupported_grant_type");
     srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
+    // A project that checks its users turns away whom a sign-in would turn away (here alice has
+    // no grant on it).
+    let checked = json!({"name": "te", "projectRoleCheck": true});
+    srv.put(&format!("/management/v1/projects/{project}"), checked).await.ok();
+    let r = exchange(basic()).await;
+    r.err(400, "invalid_grant");
+    assert!(r.body["error_description"].as_str().unwrap().contains("authorization"), "{}", r.body);
+    srv.put(&format!("/management/v1/projects/{project}"), json!({"name": "te"})).await.ok();
     // The default: an opaque access token for the same subject and audience.
     let r = exchange(basic()).await;
     let body = r.ok().clone();

@@ -169,11 +169,21 @@ async fn password_guessing_is_limited_per_login_name_and_per_ip() {
     // or the 429 would tell that both names are one existing account.
     let other_name = b.sign_in(&id, &page, "alice@example.com", "wrong-password").await;
     assert!(other_name.html.contains("The login name or the password is wrong."), "{}", other_name.html);
+    // Nor does it let her names (or spaces around them) add up to more guesses: alice's own
+    // budget is spent too, and the right password under another name is answered as a wrong one.
+    for name in ["alice @latch.127.0.0.1", "Alice@Example.com"] {
+        let r = b.sign_in(&id, &page, name, "Wonder-land1").await;
+        assert_eq!(r.status, 200, "{name}: {}", r.html);
+        assert!(r.html.contains("The login name or the password is wrong."), "{name}: {}", r.html);
+    }
+    // ... and the same name with other spaces or case is the same name.
+    let r = b.sign_in(&id, &page, " ALICE ", "wrong-password").await;
+    assert_eq!(r.status, 429, "{}", r.html);
     // Bob is not affected.
     let ok = b.sign_in(&id, &page, "bob", "Builder-bob1").await;
     assert_eq!(ok.status, 303, "{}", ok.html);
 
-    // The IP budget covers every login form post (here 20 per minute, 12 already spent), from
+    // The IP budget covers every login form post (here 20 per minute, 18 already spent), from
     // any browser.
     let b = Browser::new(&srv);
     let (id, page) = crate::login::start(&srv, &b, &[]).await;

@@ -445,6 +445,20 @@ on_both!(unverified_email_can_be_skipped_and_initial_password_by_code, |srv| {
     }
     assert_eq!(srv.outbox_to("fred@example.com").len(), 2);
     assert_ne!(newest_code(srv, "fred@example.com"), first);
+    // A code spent by wrong tries is replaced at once.
+    for _ in 0..5 {
+        let r =
+            b.post(&format!("/ui/login/{id}/verify_email"), &[("csrf", &verify.csrf()), ("code", "AAAAAAAA")]).await;
+        assert_eq!(r.status, 200, "{}", r.html);
+    }
+    b.post(&format!("/ui/login/{id}/verify_email/resend"), &[("csrf", &verify.csrf())]).await;
+    for _ in 0..250 {
+        if srv.outbox_to("fred@example.com").len() == 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(srv.outbox_to("fred@example.com").len(), 3);
     let skipped = b.post(&format!("/ui/login/{id}/verify_email/skip"), &[("csrf", &verify.csrf())]).await;
     assert_eq!(skipped.status, 303);
 

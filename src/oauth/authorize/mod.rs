@@ -360,16 +360,16 @@ pub async fn complete(
     s: &Session,
 ) -> crate::store::Result<Response> {
     let now = state.clock.now();
-    // A session created or renewed this second was stored with this time already.
-    if s.last_used_at < now {
-        session::touch(c, &s.session_id, now).await?;
-    }
     let Some(subject) = subject(state, c, u).await? else {
         return Ok(pages::error_page(t, StatusCode::BAD_REQUEST, "the account has no organization", ""));
     };
     if let Some(e) = refusal(c, client, &subject).await? {
         let st = params.state.as_deref();
         return Ok(response::error(t, &state.settings.issuer, &params.redirect_uri, params.response_mode, st, &e));
+    }
+    // A session created or renewed this second was stored with this time already.
+    if s.last_used_at < now {
+        session::touch(c, &s.session_id, now).await?;
     }
     crate::oidc::backchannel::note(c, client, s).await?;
     let scopes = claims::filter_org_scopes(&subject, &params.scopes());

@@ -187,6 +187,11 @@ pub async fn check(
         .await
         .map_err(|e| Rejection::Page(PageError::Unavailable(e.to_string())))?
         .ok_or(Rejection::Page(PageError::ClientUnknown))?;
+    // A hint signed by a key another replica activated since this one's last reload: learnt
+    // first, so that the hint verifies.
+    if let Ok(Some(hint)) = Raw(raw).one("id_token_hint") {
+        tokens.learn_signer(hint).await;
+    }
     let params = check_for_client(client_id, &client, raw, &|hint| tokens.verify_id_token(hint))?;
     Ok((params, client))
 }

@@ -328,6 +328,10 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     let session_id = from.session_id.clone();
     let grant_id = from.grant_id.clone().filter(|_| from.client_id.as_deref() == Some(client.app.client_id.as_str()));
     let subj = subject_of(state, &mut c, subject.user).await?;
+    // The client's project turns away whom a sign-in to it would turn away.
+    if let Some(e) = crate::oauth::authorize::refusal(&mut c, &client, &subj).await? {
+        return Err(OAuthError::invalid_grant(e.description));
+    }
     let g = Grant {
         client_id: client.app.client_id.clone(),
         project_id: client.project.project_id.clone(),
