@@ -146,12 +146,14 @@ impl Flow {
     /// Records the login name typed and the user it means (a user name, `name@domain` of the
     /// user's organization, or an e-mail address only one human user has; none otherwise): one
     /// round trip for a user name, the form's usual case.
-    pub async fn name_login(&mut self, c: &mut Conn, name: &str) -> crate::store::Result<()> {
+    /// `by_email`: whether an e-mail address may name its human (the login policy's
+    /// `disableLoginWithEmail` off).
+    pub async fn name_login(&mut self, c: &mut Conn, name: &str, by_email: bool) -> crate::store::Result<()> {
         self.progress.login_name = Some(name.to_string());
         let progress = to_json(&self.progress);
         self.user = auth_request::name_user(c, &self.row.auth_request_id, name, &progress).await?;
         if self.user.is_none() && name.contains('@') {
-            self.user = user::find_by_domain_or_email(c, name).await?;
+            self.user = user::find_by_domain_or_email(c, name, by_email).await?;
             // Written whether or not the name means someone, so that both take the same steps.
             self.save(c).await?;
         }
@@ -429,8 +431,17 @@ async fn finish_as(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap)
         },
         None => {
             let auth_time = f.progress.password_at.unwrap_or(now);
-            let lifetime = match state.cache.login_policy(c).await {
-                Ok(p) => p.password_check_lifetime,
+            // The session serves single sign-on while its password check is within the login
+            // policy's passwordCheckLifetime and, when a second factor was checked, that check
+            // within secondFactorCheckLifetime (then both are asked again).
+            let expires_at = match state.cache.login_policy(c).await {
+                Ok(p) => {
+                    let by_password = auth_time.saturating_add(p.password_check_lifetime);
+                    match f.progress.otp_at {
+                        Some(otp_at) => by_password.min(otp_at.saturating_add(p.second_factor_check_lifetime)),
+                        None => by_password,
+                    }
+                }
                 Err(e) => return (store_fail(t, headers, e), None),
             };
             let amr = if f.progress.amr.is_empty() { vec!["pwd".to_string()] } else { f.progress.amr.clone() };
@@ -442,7 +453,7 @@ async fn finish_as(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap)
                 auth_time,
                 amr,
                 now,
-                expires_at: auth_time + lifetime,
+                expires_at,
             };
             if f.params.response_type == ResponseType::Code {
                 let (r, moved) = finish_with_code(state, c, &f, u, new, headers).await;

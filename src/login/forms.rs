@@ -198,7 +198,11 @@ pub async fn login_name(
     reset(&mut f);
     f.progress.start = Start::Login;
     // Kept as typed for the pages whether or not the user exists (Flow::login_name).
-    if let Err(e) = f.name_login(&mut c, name).await {
+    let by_email = match state.cache.login_policy(&mut c).await {
+        Ok(p) => !p.disable_login_with_email,
+        Err(e) => return store_fail(f.t, &headers, e),
+    };
+    if let Err(e) = f.name_login(&mut c, name, by_email).await {
         return store_fail(f.t, &headers, e);
     }
     show(&state, &mut c, f, &headers, None, None).await

@@ -198,7 +198,7 @@ pub async fn check_login_name_free(c: &mut Conn, org_id: &str, username: &str) -
         ApiError::exists("the user name is another user's login name; choose another user name")
             .with_id("USER-LoginNameTaken")
     };
-    if user::find_by_domain_or_email(c, username).await?.is_some() {
+    if user::find_by_domain_or_email(c, username, true).await?.is_some() {
         return Err(taken());
     }
     if user::username_at_org_domain_taken(c, org_id, username).await? {

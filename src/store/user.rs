@@ -605,7 +605,7 @@ pub async fn set_email_verified(c: &mut Conn, user_id: &str, now: i64) -> Result
 /// The user a login name means when it is no user name (which
 /// [`super::auth_request::name_user`] looks up): `username@domain` of one of its organization's
 /// domains, or an e-mail address that exactly one human user has.
-pub async fn find_by_domain_or_email(c: &mut Conn, login: &str) -> Result<Option<User>> {
+pub async fn find_by_domain_or_email(c: &mut Conn, login: &str, by_email: bool) -> Result<Option<User>> {
     let login = login.trim();
     let Some((name, domain)) = login.rsplit_once('@') else { return Ok(None) };
     // Both lookups run, each reading the whole user, whatever the first finds: a name that means
@@ -617,11 +617,14 @@ pub async fn find_by_domain_or_email(c: &mut Conn, login: &str) -> Result<Option
     .bind(domain.to_ascii_lowercase())
     .fetch_optional(&mut *c)
     .await?;
-    let mut by_address: Vec<Row> =
+    let mut by_address: Vec<Row> = if by_email {
         sqlx::query_as(&format!("{SELECT} WHERE a.email_key = $1 AND a.user_type = 1 LIMIT 2"))
             .bind(fold(login))
             .fetch_all(&mut *c)
-            .await?;
+            .await?
+    } else {
+        Vec::new()
+    };
     let only_one = by_address.len() == 1;
     Ok(by_domain.or_else(|| by_address.pop().filter(|_| only_one)).map(User::from))
 }

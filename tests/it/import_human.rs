@@ -367,3 +367,36 @@ on_both!(a_user_locked_by_wrong_codes_signs_in_no_further, |srv| {
     assert_eq!(srv.count("session").await, 0);
     assert_eq!(srv.count("auth_code").await, 0);
 });
+
+// Single sign-on lasts while the second factor's check is within the login policy's
+// secondFactorCheckLifetime; then both factors are asked again.
+on_both!(the_second_factor_check_lifetime_bounds_single_sign_on, |srv| {
+    srv.put("/admin/v1/policies/login", json!({"secondFactorCheckLifetime": "3600s"})).await.ok();
+    let mut r = record("otp-sso", Some(KEYCLOAK_ARGON2), true);
+    r["otpCode"] = json!("JBSWY3DPEHPK3PXP");
+    srv.post("/management/v1/users/human/_import", r).await.ok();
+    let (client_id, _, _) = oidc_app(srv, json!({})).await;
+    let (_, challenge) = pkce();
+    let mut q = vec![
+        ("client_id", client_id.as_str()),
+        ("redirect_uri", CB),
+        ("response_type", "code"),
+        ("scope", "openid"),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ];
+    let b = Browser::new(srv);
+    let (id, page) = b.authorize(&q).await;
+    let id = id.expect("a login page");
+    let totp_page = b.sign_in(&id, &page, "otp-sso", "secret").await;
+    let code = totp_now(srv, "JBSWY3DPEHPK3PXP");
+    let done = b.post(&format!("/ui/login/{id}/totp"), &[("csrf", &totp_page.csrf()), ("code", &code)]).await;
+    assert_eq!(done.status, 303, "{}", done.html);
+    q.push(("prompt", "none"));
+    srv.clock.advance(3500);
+    let (_, r) = b.authorize(&q).await;
+    assert!(param(&r.redirect_params(), "code").is_some(), "within the hour: {:?}", r.location);
+    srv.clock.advance(200);
+    let (_, r) = b.authorize(&q).await;
+    assert_eq!(param(&r.redirect_params(), "error"), Some("login_required"), "{:?}", r.location);
+});

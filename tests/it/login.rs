@@ -125,6 +125,14 @@ on_both!(a_login_name_is_a_user_name_a_domain_login_or_an_address, |srv| {
     let named = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "nobody")]).await;
     let r = b.sign_in(&id, &named, "hank@example.com", "Hank-Passw0rd").await;
     assert_eq!(r.status, 303, "{}", r.html);
+    // With the login policy's disableLoginWithEmail an address names no one; the user name and
+    // the domain login still do.
+    srv.put("/admin/v1/policies/login", json!({"disableLoginWithEmail": true})).await.ok();
+    let r = sign_in("hank@example.com", "Hank-Passw0rd").await;
+    assert!(r.html.contains("The login name or the password is wrong."), "{}", r.html);
+    for name in ["hank", "hank@latch.127.0.0.1"] {
+        assert_eq!(sign_in(name, "Hank-Passw0rd").await.status, 303, "{name}");
+    }
 });
 
 on_both!(a_sign_in_renews_the_browser_cookie, |srv| {
