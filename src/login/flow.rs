@@ -52,6 +52,13 @@ pub struct Progress {
     pub init_requested: bool,
     /// An existing session chosen on the account page (no new authentication needed).
     pub sso_session: Option<String>,
+    /// The login policy asked for a second factor (`forceMfa`) when the password was checked:
+    /// a user without one sets one up before the sign-in ends.
+    #[serde(default)]
+    pub mfa_setup: bool,
+    /// The TOTP key offered for that set-up, sealed to this request (shown again until used).
+    #[serde(default)]
+    pub totp_pending: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +69,7 @@ pub enum Step {
     Password,
     InitPassword,
     Totp,
+    TotpSetup,
     ChangePassword,
     VerifyEmail,
     Done,
@@ -162,8 +170,10 @@ impl Flow {
 
     /// Records that a password was just verified. The progress is written only when a step is
     /// left: a request with nothing left is finished (and deleted) right away by [`show`].
-    pub async fn password_verified(&mut self, c: &mut Conn, now: i64) -> crate::store::Result<()> {
+    /// `force_mfa`: the login policy's `forceMfa`.
+    pub async fn password_verified(&mut self, c: &mut Conn, now: i64, force_mfa: bool) -> crate::store::Result<()> {
         self.progress.password_at = Some(now);
+        self.progress.mfa_setup = force_mfa;
         self.progress.amr = vec!["pwd".into()];
         if self.next_step(false) != Step::Done {
             self.save(c).await?;
@@ -198,6 +208,9 @@ impl Flow {
         };
         if p.sso_session.is_none() && h.otp_secret.is_some() && p.otp_at.is_none() {
             return Step::Totp;
+        }
+        if p.sso_session.is_none() && p.mfa_setup && h.otp_secret.is_none() && p.otp_at.is_none() {
+            return Step::TotpSetup;
         }
         if p.sso_session.is_none() && h.password_change_required {
             return Step::ChangePassword;
@@ -348,6 +361,15 @@ pub async fn show(
         }
         Step::Totp => {
             pages::render(t, StatusCode::OK, &pages::Totp { t, id: &id, csrf: &csrf, error, info }, form_action)
+        }
+        Step::TotpSetup => {
+            let (secret, uri) = match super::forms::totp_offer(state, c, &mut f).await {
+                Ok(Some(v)) => v,
+                Ok(None) => return fail(t, headers, StatusCode::BAD_REQUEST, t.err_form),
+                Err(e) => return store_fail(t, headers, e),
+            };
+            let page = pages::TotpSetup { t, id: &id, csrf: &csrf, error, info, secret: &secret, uri: &uri };
+            pages::render(t, StatusCode::OK, &page, form_action)
         }
         Step::ChangePassword => pages::render(
             t,

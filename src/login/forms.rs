@@ -5,6 +5,8 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -339,7 +341,11 @@ pub async fn password(
             Err(e) => tracing::warn!(error = %e, "re-hashing a password failed"),
         }
     }
-    if let Err(e) = f.password_verified(&mut c, now).await {
+    let force_mfa = match state.cache.login_policy(&mut c).await {
+        Ok(p) => p.force_mfa,
+        Err(e) => return store_fail(t, &headers, e),
+    };
+    if let Err(e) = f.password_verified(&mut c, now, force_mfa).await {
         return store_fail(t, &headers, e);
     }
     show(&state, &mut c, f, &headers, None, None).await
@@ -502,7 +508,11 @@ pub async fn register(
         Ok(u) => u,
         Err(e) => return store_fail(t, &headers, e),
     };
-    if let Err(e) = f.password_verified(&mut c, now).await {
+    let force_mfa = match state.cache.login_policy(&mut c).await {
+        Ok(p) => p.force_mfa,
+        Err(e) => return store_fail(t, &headers, e),
+    };
+    if let Err(e) = f.password_verified(&mut c, now, force_mfa).await {
         return store_fail(t, &headers, e);
     }
     show(&state, &mut c, f, &headers, None, None).await
@@ -691,6 +701,91 @@ pub async fn init_password(
     }
     f.progress.password_at = Some(now);
     f.progress.amr = vec!["pwd".into()];
+    f.progress.mfa_setup = match state.cache.login_policy(&mut c).await {
+        Ok(p) => p.force_mfa,
+        Err(e) => return store_fail(t, &headers, e),
+    };
+    if let Err(e) = reload_user(&mut c, &mut f).await.and(f.save(&mut c).await) {
+        return store_fail(t, &headers, e);
+    }
+    show(&state, &mut c, f, &headers, None, None).await
+}
+
+fn pending_aad(f: &Flow) -> Vec<u8> {
+    format!("pending-totp-login:{}", f.row.auth_request_id).into_bytes()
+}
+
+/// The TOTP key offered to the flow's user at the set-up the login policy asks for, with its
+/// `otpauth://` address: made when the step is first shown and kept, sealed, in the request, so
+/// that a wrong code does not change the key the person has added to their app. `None` when the
+/// request has no human user.
+pub async fn totp_offer(state: &AppState, c: &mut Conn, f: &mut Flow) -> Result<Option<(String, String)>, StoreError> {
+    let Some(u) = f.user.as_ref().filter(|u| u.human().is_some()) else { return Ok(None) };
+    let login = u.login_name();
+    let secret = match offered_secret(state, f) {
+        Some(secret) => secret,
+        None => {
+            let secret = crate::crypto::totp::generate_secret();
+            let sealed = state
+                .otp_cipher
+                .seal(&pending_aad(f), secret.as_bytes())
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            f.progress.totp_pending = Some(URL_SAFE_NO_PAD.encode(sealed));
+            f.save(c).await?;
+            secret
+        }
+    };
+    let uri = crate::crypto::totp::otpauth_uri(&state.settings.external_host(), &login, &secret);
+    Ok(Some((secret, uri)))
+}
+
+fn offered_secret(state: &AppState, f: &Flow) -> Option<String> {
+    let sealed = URL_SAFE_NO_PAD.decode(f.progress.totp_pending.as_deref()?).ok()?;
+    state.otp_cipher.open(&pending_aad(f), &sealed).ok().and_then(|b| String::from_utf8(b).ok())
+}
+
+/// The set-up of a second factor the login policy asks for (`forceMfa`): a code of the offered
+/// key makes it the user's factor and counts as this sign-in's second factor.
+pub async fn totp_setup(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (mut c, mut f, form) = match begin::<TotpForm>(&state, &id, &headers, &body).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let t = f.t;
+    let (Some(u), Some(secret)) = (f.user.clone(), offered_secret(&state, &f)) else {
+        return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
+    };
+    if f.next_step(false) != Step::TotpSetup {
+        return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
+    }
+    if let Err(wait) = state.limits.login_name(&format!("otp:{}", u.user_id)) {
+        metrics::counter!("latch_rate_limited_total", "budget" => "login_per_name").increment(1);
+        let msg = t.err_too_many.replace("{}", &crate::limits::retry_after_secs(wait).to_string());
+        let r = show(&state, &mut c, f, &headers, Some(msg), None).await;
+        return crate::limits::too_many(r, wait);
+    }
+    let now = state.clock.now();
+    let Some(step) = crate::crypto::totp::verify(&secret, form.code.trim(), now, None) else {
+        return show(&state, &mut c, f, &headers, Some(t.err_code_wrong.to_string()), None).await;
+    };
+    let sealed = match state.seal_otp(&u.user_id, &secret) {
+        Ok(s) => s,
+        Err(e) => return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    if let Err(e) =
+        user::set_otp(&mut c, &u.user_id, Some(sealed), now).await.and(user::otp_used(&mut c, &u.user_id, step).await)
+    {
+        return store_fail(t, &headers, e);
+    }
+    tracing::info!(user_id = %u.user_id, "TOTP set up at sign-in (the login policy asks for a second factor)");
+    f.progress.totp_pending = None;
+    f.progress.otp_at = Some(now);
+    f.progress.amr = vec!["pwd".into(), "otp".into(), "mfa".into()];
     if let Err(e) = reload_user(&mut c, &mut f).await.and(f.save(&mut c).await) {
         return store_fail(t, &headers, e);
     }

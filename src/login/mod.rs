@@ -33,6 +33,7 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/login/{id}/init_password", post(forms::init_password))
         .route("/ui/login/{id}/init_password/request", post(forms::request_init))
         .route("/ui/login/{id}/totp", post(forms::totp))
+        .route("/ui/login/{id}/totp/setup", post(forms::totp_setup))
         .route("/ui/login/{id}/{purpose}/resend", post(forms::resend))
         .route("/ui/signed_out", get(signed_out))
         .route("/ui/account/totp", get(account::enrol_page).post(account::enrol))

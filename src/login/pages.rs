@@ -108,6 +108,19 @@ pub struct Totp<'a> {
     pub info: Option<String>,
 }
 
+/// The second factor the login policy asks for (`forceMfa`), set up during the sign-in.
+#[derive(Template)]
+#[template(path = "totp_setup.html")]
+pub struct TotpSetup<'a> {
+    pub t: &'a Texts,
+    pub id: &'a str,
+    pub csrf: &'a str,
+    pub error: Option<String>,
+    pub info: Option<String>,
+    pub secret: &'a str,
+    pub uri: &'a str,
+}
+
 #[derive(Template)]
 #[template(path = "totp_enrol.html")]
 pub struct TotpEnrol<'a> {

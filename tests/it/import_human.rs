@@ -400,3 +400,40 @@ on_both!(the_second_factor_check_lifetime_bounds_single_sign_on, |srv| {
     let (_, r) = b.authorize(&q).await;
     assert_eq!(param(&r.redirect_params(), "error"), Some("login_required"), "{:?}", r.location);
 });
+
+// The login policy's forceMfa: a user without a second factor sets one up during the sign-in;
+// the key offered stays the same until a code of it is entered.
+on_both!(a_second_factor_the_login_policy_asks_for_is_set_up_at_sign_in, |srv| {
+    srv.put("/admin/v1/policies/login", json!({"forceMfa": true})).await.ok();
+    crate::browser::human(srv, "alice", "Wonder-land1").await;
+    let b = Browser::new(srv);
+    let (id, page) = login_page(srv, &b).await;
+    let setup = b.sign_in(&id, &page, "alice", "Wonder-land1").await;
+    assert_eq!(setup.status, 200, "{}", setup.html);
+    assert!(setup.html.contains(&format!("action=\"/ui/login/{id}/totp/setup\"")), "{}", setup.html);
+    assert!(setup.html.contains("otpauth://totp/"), "{}", setup.html);
+    assert_eq!(srv.count("session").await, 0, "no session before the second factor");
+    let start = setup.html.find("<code id=\"secret\">").unwrap() + 18;
+    let secret = setup.html[start..start + 32].to_string();
+    let post = |code: String| {
+        let (b, id, csrf) = (&b, &id, setup.csrf());
+        async move { b.post(&format!("/ui/login/{id}/totp/setup"), &[("csrf", &csrf), ("code", &code)]).await }
+    };
+    let wrong = post("000000".into()).await;
+    assert!(wrong.html.contains("The code is wrong"), "{}", wrong.html);
+    assert!(wrong.html.contains(&secret), "the same key again");
+    let done = post(totp_now(srv, &secret)).await;
+    assert_eq!(done.status, 303, "{}", done.html);
+    assert!(param(&done.redirect_params(), "code").is_some());
+    // The key is alice's factor now: the next sign-in asks for a code of it.
+    let b2 = Browser::new(srv);
+    let (id2, page2) = login_page(srv, &b2).await;
+    let next = b2.sign_in(&id2, &page2, "alice", "Wonder-land1").await;
+    assert!(next.html.contains(&format!("action=\"/ui/login/{id2}/totp\"")), "{}", next.html);
+    // Without forceMfa nothing is asked of a user without a factor.
+    srv.put("/admin/v1/policies/login", json!({"forceMfa": false})).await.ok();
+    crate::browser::human(srv, "bob", "Builder-b0b1").await;
+    let b3 = Browser::new(srv);
+    let (id3, page3) = login_page(srv, &b3).await;
+    assert_eq!(b3.sign_in(&id3, &page3, "bob", "Builder-b0b1").await.status, 303);
+});
