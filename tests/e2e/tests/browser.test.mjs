@@ -10,6 +10,7 @@ import { launch, screenshot, captureRequest, signIn, submit } from '../lib/brows
 import { callbackServer } from '../lib/callback.mjs';
 import { client, rpConfig, authRequest, exchange } from '../lib/oidc.mjs';
 import { startSmtpSink } from '../lib/smtp.mjs';
+import { totp } from '../lib/totp.mjs';
 
 const PW = 'Wonder-land1';
 
@@ -430,6 +431,38 @@ for (const db of databases()) {
       const t = await exchange(config, new URL((await callback).url()), a);
       assert.equal(t.claims().sub, r.userId);
       await context.close();
+    });
+
+    it('a second factor set up at sign-in when the login policy asks for one (forceMfa)', async () => {
+      const { config } = await webApp();
+      const login = unique('tess');
+      const r = await latch.api('POST', '/management/v1/users/human', {
+        userName: login,
+        profile: { firstName: 'Tess', lastName: 'Factor' },
+        email: { email: `${login}@example.com`, isEmailVerified: true },
+      });
+      await latch.api('POST', `/management/v1/users/${r.userId}/password`, { password: PW, noChangeRequired: true });
+      const { policy } = await latch.api('GET', '/admin/v1/policies/login');
+      await latch.api('PUT', '/admin/v1/policies/login', { ...policy, forceMfa: true });
+      try {
+        const a = await authRequest(config, cb.redirectUri);
+        const { context, page } = await newPage();
+        await page.goto(a.url.href);
+        await signIn(page, login, PW);
+        await page.waitForSelector('#secret');
+        await screenshot(page, 'totp-setup');
+        const secret = (await page.textContent('#secret')).trim();
+        assert.match(await page.getAttribute('a[href^="otpauth:"]', 'href'), /^otpauth:\/\/totp\//);
+        await page.fill('#code', totp(secret));
+        const callback = captureRequest(page, cb.redirectUri);
+        await submit(page, 'form[action$="/totp/setup"] button[type=submit]');
+        const t = await exchange(config, new URL((await callback).url()), a);
+        assert.equal(t.claims().sub, r.userId);
+        assert.deepEqual(t.claims().amr, ['pwd', 'otp', 'mfa']);
+        await context.close();
+      } finally {
+        await latch.api('PUT', '/admin/v1/policies/login', policy);
+      }
     });
 
     it('error page and signed-out page', async () => {

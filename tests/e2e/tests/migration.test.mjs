@@ -5,7 +5,6 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { createHmac } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +13,7 @@ import { Latch, REPO, codeFromMail, databases, latchBin, ownTempDir } from '../l
 import { launch, captureRequest, signIn, submit } from '../lib/browser.mjs';
 import { callbackServer } from '../lib/callback.mjs';
 import { client, rpConfig, authRequest, exchange } from '../lib/oidc.mjs';
+import { totp } from '../lib/totp.mjs';
 
 const SAMPLES = join(REPO, 'tests', 'fixtures', 'migration'); // copies of ../shared/data/migration
 
@@ -22,19 +22,6 @@ function convert(dir, name, args) {
   const output = join(dir, `${name}.json`);
   execFileSync(latchBin(), ['migrate', ...args, '--output', output], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   return JSON.parse(readFileSync(output, 'utf8'));
-}
-
-/** The RFC 6238 code (SHA-1, 30 s, 6 digits) of a base32 secret, now. */
-function totp(secret) {
-  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
-  let bits = '';
-  for (const c of secret.replace(/=+$/, '').toUpperCase()) bits += alphabet.indexOf(c).toString(2).padStart(5, '0');
-  const key = Buffer.from(bits.match(/.{8}/g).map((b) => parseInt(b, 2)));
-  const counter = Buffer.alloc(8);
-  counter.writeBigUInt64BE(BigInt(Math.floor(Date.now() / 1000 / 30)));
-  const mac = createHmac('sha1', key).update(counter).digest();
-  const o = mac[19] & 0xf;
-  return String((mac.readUInt32BE(o) & 0x7fffffff) % 1_000_000).padStart(6, '0');
 }
 
 for (const db of databases()) {
