@@ -75,6 +75,14 @@ pub struct LoginPolicy {
     pub force_mfa_local_only: bool,
 }
 
+impl LoginPolicy {
+    /// Whether a sign-in needs a second factor: `forceMfa`, or `forceMfaLocalOnly` (every
+    /// sign-in to latch is local; ZITADEL reads them together the same way).
+    pub fn requires_mfa(&self) -> bool {
+        self.force_mfa || self.force_mfa_local_only
+    }
+}
+
 impl Default for LoginPolicy {
     fn default() -> Self {
         Self {

@@ -266,11 +266,16 @@ pub async fn show(
     } else {
         Vec::new()
     };
-    let step = f.next_step(!sessions.is_empty());
     let policy = match state.cache.login_policy(c).await {
         Ok(p) => p,
         Err(e) => return store_fail(f.t, headers, e),
     };
+    // A second factor asked for since the password was checked (the policy changed meanwhile)
+    // is asked for too.
+    if policy.requires_mfa() && f.progress.password_at.is_some() {
+        f.progress.mfa_setup = true;
+    }
+    let step = f.next_step(!sessions.is_empty());
     let (t, id, csrf) = (f.t, f.row.auth_request_id.clone(), f.row.csrf_token.clone());
     let origin = f.redirect_origin();
     let form_action = origin.as_deref();

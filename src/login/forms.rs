@@ -145,6 +145,8 @@ fn reset(f: &mut Flow) {
     f.progress.password_at = None;
     f.progress.otp_at = None;
     f.progress.sso_session = None;
+    f.progress.mfa_setup = false;
+    f.progress.totp_pending = None;
     f.progress.amr.clear();
     f.progress.email_code_sent = false;
     f.progress.init_code_sent = false;
@@ -342,7 +344,7 @@ pub async fn password(
         }
     }
     let force_mfa = match state.cache.login_policy(&mut c).await {
-        Ok(p) => p.force_mfa,
+        Ok(p) => p.requires_mfa(),
         Err(e) => return store_fail(t, &headers, e),
     };
     if let Err(e) = f.password_verified(&mut c, now, force_mfa).await {
@@ -370,7 +372,11 @@ pub async fn select(
         return fail(f.t, &headers, StatusCode::BAD_REQUEST, f.t.err_form);
     };
     reset(&mut f);
-    let fresh = f.params.max_age.is_none_or(|m| s.auth_time.saturating_add(m) >= now);
+    let mfa = match state.cache.login_policy(&mut c).await {
+        Ok(p) => p.requires_mfa(),
+        Err(e) => return store_fail(f.t, &headers, e),
+    };
+    let fresh = crate::oauth::authorize::serves(&s, f.params.max_age, mfa, now);
     if fresh && !f.params.has_prompt(Prompt::Login) {
         f.progress.sso_session = Some(s.session_id.clone());
     }
@@ -509,7 +515,7 @@ pub async fn register(
         Err(e) => return store_fail(t, &headers, e),
     };
     let force_mfa = match state.cache.login_policy(&mut c).await {
-        Ok(p) => p.force_mfa,
+        Ok(p) => p.requires_mfa(),
         Err(e) => return store_fail(t, &headers, e),
     };
     if let Err(e) = f.password_verified(&mut c, now, force_mfa).await {
@@ -702,7 +708,7 @@ pub async fn init_password(
     f.progress.password_at = Some(now);
     f.progress.amr = vec!["pwd".into()];
     f.progress.mfa_setup = match state.cache.login_policy(&mut c).await {
-        Ok(p) => p.force_mfa,
+        Ok(p) => p.requires_mfa(),
         Err(e) => return store_fail(t, &headers, e),
     };
     if let Err(e) = reload_user(&mut c, &mut f).await.and(f.save(&mut c).await) {
@@ -711,8 +717,11 @@ pub async fn init_password(
     show(&state, &mut c, f, &headers, None, None).await
 }
 
+/// The offered key is sealed to the request and its user: a user chosen later on the same
+/// request (another name typed) opens no key offered to the one before.
 fn pending_aad(f: &Flow) -> Vec<u8> {
-    format!("pending-totp-login:{}", f.row.auth_request_id).into_bytes()
+    let user = f.user.as_ref().map(|u| u.user_id.as_str()).unwrap_or_default();
+    format!("pending-totp-login:{}:{user}", f.row.auth_request_id).into_bytes()
 }
 
 /// The TOTP key offered to the flow's user at the set-up the login policy asks for, with its
@@ -763,6 +772,9 @@ pub async fn totp_setup(
     if f.next_step(false) != Step::TotpSetup {
         return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
     }
+    if let Some(msg) = not_signing_in(t, &u) {
+        return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
+    }
     if let Err(wait) = state.limits.login_name(&format!("otp:{}", u.user_id)) {
         metrics::counter!("latch_rate_limited_total", "budget" => "login_per_name").increment(1);
         let msg = t.err_too_many.replace("{}", &crate::limits::retry_after_secs(wait).to_string());
@@ -777,9 +789,14 @@ pub async fn totp_setup(
         Ok(s) => s,
         Err(e) => return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
-    if let Err(e) =
-        user::set_otp(&mut c, &u.user_id, Some(sealed), now).await.and(user::otp_used(&mut c, &u.user_id, step).await)
-    {
+    // Only while the user has no factor: one enrolled meanwhile elsewhere is not replaced
+    // without a code of it.
+    match user::set_first_otp(&mut c, &u.user_id, sealed, now).await {
+        Ok(true) => {}
+        Ok(false) => return fail(t, &headers, StatusCode::CONFLICT, t.err_form),
+        Err(e) => return store_fail(t, &headers, e),
+    }
+    if let Err(e) = user::otp_used(&mut c, &u.user_id, step).await {
         return store_fail(t, &headers, e);
     }
     tracing::info!(user_id = %u.user_id, "TOTP set up at sign-in (the login policy asks for a second factor)");

@@ -608,6 +608,50 @@ pub async fn remove_app(
     Ok(Json(DetailsResponse { details: Details::changed(now, &a.org_id) }))
 }
 
+#[utoipa::path(post, path = "/projects/{project_id}/apps/{app_id}/_deactivate", responses((status = 200, body = DetailsResponse)))]
+pub async fn deactivate_app(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project_id, app_id)): Path<(String, String)>,
+) -> ApiResult<Json<DetailsResponse>> {
+    change_app_state(&state, &caller, &project_id, &app_id, AppLifecycle::Active, AppLifecycle::Inactive).await
+}
+
+#[utoipa::path(post, path = "/projects/{project_id}/apps/{app_id}/_reactivate", responses((status = 200, body = DetailsResponse)))]
+pub async fn reactivate_app(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project_id, app_id)): Path<(String, String)>,
+) -> ApiResult<Json<DetailsResponse>> {
+    change_app_state(&state, &caller, &project_id, &app_id, AppLifecycle::Inactive, AppLifecycle::Active).await
+}
+
+/// An inactive application authenticates no client and starts no sign-in; its tokens already
+/// issued stay valid until they expire (revoke them, or end the users' sessions, to end them).
+async fn change_app_state(
+    state: &AppState,
+    caller: &Caller,
+    project_id: &str,
+    app_id: &str,
+    from: AppLifecycle,
+    to: AppLifecycle,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::AppWrite)?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let a = load_app(&mut tx, caller, project_id, app_id).await?;
+    if !app::set_state(&mut tx, app_id, from, to, now).await? {
+        let what = if to == AppLifecycle::Inactive {
+            "the application is not active"
+        } else {
+            "the application is not inactive"
+        };
+        return Err(ApiError::precondition(what).with_id("APP-StateChange"));
+    }
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &a.org_id) }))
+}
+
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AddAppKeyRequest {

@@ -62,6 +62,8 @@ pub fn api() -> Table {
         .get("/projects/{project_id}", projects::get_project)
         .put("/projects/{project_id}", projects::update_project)
         .delete("/projects/{project_id}", projects::remove_project)
+        .post("/projects/{project_id}/_deactivate", projects::deactivate_project)
+        .post("/projects/{project_id}/_reactivate", projects::reactivate_project)
         .post("/projects/{project_id}/roles", projects::add_role)
         .post("/projects/{project_id}/roles/_bulk", projects::bulk_add_roles)
         .post("/projects/{project_id}/roles/_search", projects::list_roles)
@@ -70,6 +72,8 @@ pub fn api() -> Table {
         .post("/projects/{project_id}/apps/_search", apps::list_apps)
         .get("/projects/{project_id}/apps/{app_id}", apps::get_app)
         .delete("/projects/{project_id}/apps/{app_id}", apps::remove_app)
+        .post("/projects/{project_id}/apps/{app_id}/_deactivate", apps::deactivate_app)
+        .post("/projects/{project_id}/apps/{app_id}/_reactivate", apps::reactivate_app)
         .put("/projects/{project_id}/apps/{app_id}/oidc_config", apps::update_oidc_config)
         .post("/projects/{project_id}/apps/{app_id}/oidc_config/_generate_client_secret", apps::generate_oidc_secret)
         .put("/projects/{project_id}/apps/{app_id}/api_config", apps::update_api_config)
@@ -129,6 +133,8 @@ pub fn api() -> Table {
     projects::get_project,
     projects::update_project,
     projects::remove_project,
+    projects::deactivate_project,
+    projects::reactivate_project,
     projects::add_role,
     projects::bulk_add_roles,
     projects::list_roles,
@@ -137,6 +143,8 @@ pub fn api() -> Table {
     apps::list_apps,
     apps::get_app,
     apps::remove_app,
+    apps::deactivate_app,
+    apps::reactivate_app,
     apps::update_oidc_config,
     apps::generate_oidc_secret,
     apps::update_api_config,

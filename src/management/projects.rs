@@ -169,6 +169,46 @@ pub async fn remove_project(
     Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
 }
 
+#[utoipa::path(post, path = "/projects/{project_id}/_deactivate", responses((status = 200, body = DetailsResponse)))]
+pub async fn deactivate_project(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(project_id): Path<String>,
+) -> ApiResult<Json<DetailsResponse>> {
+    change_project_state(&state, &caller, &project_id, ProjectState::Active, ProjectState::Inactive).await
+}
+
+#[utoipa::path(post, path = "/projects/{project_id}/_reactivate", responses((status = 200, body = DetailsResponse)))]
+pub async fn reactivate_project(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(project_id): Path<String>,
+) -> ApiResult<Json<DetailsResponse>> {
+    change_project_state(&state, &caller, &project_id, ProjectState::Inactive, ProjectState::Active).await
+}
+
+/// An inactive project's applications authenticate no client and start no sign-in (as each
+/// inactive application's); its tokens already issued stay valid until they expire.
+async fn change_project_state(
+    state: &AppState,
+    caller: &Caller,
+    project_id: &str,
+    from: ProjectState,
+    to: ProjectState,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::ProjectWrite)?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    load_project(&mut tx, caller, project_id).await?;
+    if !project::set_state(&mut tx, project_id, from, to, now).await? {
+        let what =
+            if to == ProjectState::Inactive { "the project is not active" } else { "the project is not inactive" };
+        return Err(ApiError::precondition(what).with_id("PROJECT-StateChange"));
+    }
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
+}
+
 #[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct NameQuery {

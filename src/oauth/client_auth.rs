@@ -14,7 +14,7 @@ use super::error::{OAuthError, OAuthResult};
 use super::form::Form;
 use crate::cache::ConfigCache;
 use crate::crypto::secret;
-use crate::domain::enums::{ApiAuthMethod, AppState, OidcAuthMethod};
+use crate::domain::enums::{ApiAuthMethod, AppState, OidcAuthMethod, ProjectState};
 use crate::store::app::{App, AppKind};
 use crate::store::{Source, key};
 
@@ -206,6 +206,10 @@ pub async fn any_app(
     }
     let a = cache.app(c, &p.client_id).await?.filter(|a| a.state == AppState::Active);
     let a = a.ok_or_else(|| p.fail("client authentication failed"))?;
+    // An application of an inactive project authenticates no more than an inactive one.
+    if !cache.project(c, &a.project_id).await?.is_some_and(|p| p.state == ProjectState::Active) {
+        return Err(p.fail("client authentication failed"));
+    }
     let registered = match &a.kind {
         AppKind::Oidc { auth_method, .. } => match auth_method {
             OidcAuthMethod::Basic => Method::Basic,

@@ -178,6 +178,18 @@ pub async fn set_secret(c: &mut Conn, app_id: &str, digest: Option<Vec<u8>>, now
     Ok(r.rows_affected() == 1)
 }
 
+/// Moves an application from state `from` to `to`; false when it was not in `from`.
+pub async fn set_state(c: &mut Conn, app_id: &str, from: AppState, to: AppState, now: i64) -> Result<bool> {
+    let r = sqlx::query("UPDATE app SET state = $1, changed_at = $2 WHERE app_id = $3 AND state = $4")
+        .bind(to.number())
+        .bind(now)
+        .bind(app_id)
+        .bind(from.number())
+        .execute(&mut *c)
+        .await?;
+    Ok(r.rows_affected() == 1)
+}
+
 pub async fn delete(c: &mut Conn, app_id: &str) -> Result<bool> {
     let r = sqlx::query("DELETE FROM app WHERE app_id = $1").bind(app_id).execute(&mut *c).await?;
     Ok(r.rows_affected() == 1)

@@ -108,6 +108,18 @@ pub async fn update(c: &mut Conn, p: &Project, now: i64) -> Result<bool> {
     Ok(r.rows_affected() == 1)
 }
 
+/// Moves a project from state `from` to `to`; false when it was not in `from`.
+pub async fn set_state(c: &mut Conn, project_id: &str, from: ProjectState, to: ProjectState, now: i64) -> Result<bool> {
+    let r = sqlx::query("UPDATE project SET state = $1, changed_at = $2 WHERE project_id = $3 AND state = $4")
+        .bind(to.number())
+        .bind(now)
+        .bind(project_id)
+        .bind(from.number())
+        .execute(&mut *c)
+        .await?;
+    Ok(r.rows_affected() == 1)
+}
+
 pub async fn delete(c: &mut Conn, project_id: &str) -> Result<bool> {
     sqlx::query("DELETE FROM member WHERE member_kind = 'project' AND scope_id = $1")
         .bind(project_id)

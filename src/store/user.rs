@@ -643,6 +643,20 @@ pub async fn set_otp(c: &mut Conn, user_id: &str, secret: Option<Vec<u8>>, now: 
     Ok(r.rows_affected() == 1)
 }
 
+/// Stores a human's first TOTP secret, already encrypted; false when it has one already.
+pub async fn set_first_otp(c: &mut Conn, user_id: &str, secret: Vec<u8>, now: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE account SET otp_secret = $1, otp_last_step = NULL, failed_otp_attempts = 0, changed_at = $2 \
+         WHERE user_id = $3 AND user_type = 1 AND otp_secret IS NULL",
+    )
+    .bind(secret)
+    .bind(now)
+    .bind(user_id)
+    .execute(&mut *c)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
 /// Records a used TOTP step; false when this or a later step was used already (a replay).
 pub async fn otp_used(c: &mut Conn, user_id: &str, step: i64) -> Result<bool> {
     let r = sqlx::query(

@@ -430,10 +430,49 @@ on_both!(a_second_factor_the_login_policy_asks_for_is_set_up_at_sign_in, |srv| {
     let (id2, page2) = login_page(srv, &b2).await;
     let next = b2.sign_in(&id2, &page2, "alice", "Wonder-land1").await;
     assert!(next.html.contains(&format!("action=\"/ui/login/{id2}/totp\"")), "{}", next.html);
-    // Without forceMfa nothing is asked of a user without a factor.
+    // A key offered to one user is not offered to the next user of the same request (another
+    // account chosen): each gets a key of their own.
+    crate::browser::human(srv, "mallory", "Mallory-Pw1").await;
+    crate::browser::human(srv, "victor", "Victor-Pw1").await;
+    let b4 = Browser::new(srv);
+    let (id4, page4) = login_page(srv, &b4).await;
+    let first = b4.sign_in(&id4, &page4, "mallory", "Mallory-Pw1").await;
+    let start = first.html.find("<code id=\"secret\">").unwrap() + 18;
+    let mallorys = first.html[start..start + 32].to_string();
+    let other = b4.post(&format!("/ui/login/{id4}/other"), &[("csrf", &first.csrf())]).await;
+    let second = b4.sign_in(&id4, &other, "victor", "Victor-Pw1").await;
+    assert!(second.html.contains("/totp/setup"), "{}", second.html);
+    assert!(!second.html.contains(&mallorys), "victor is not offered mallory's key");
+
+    // Without forceMfa nothing is asked of a user without a factor, and a session without a
+    // second factor serves single sign-on ...
     srv.put("/admin/v1/policies/login", json!({"forceMfa": false})).await.ok();
     crate::browser::human(srv, "bob", "Builder-b0b1").await;
     let b3 = Browser::new(srv);
     let (id3, page3) = login_page(srv, &b3).await;
     assert_eq!(b3.sign_in(&id3, &page3, "bob", "Builder-b0b1").await.status, 303);
+    let (client_id, _, _) = oidc_app(srv, json!({})).await;
+    let (_, challenge) = pkce();
+    let mut q = vec![
+        ("client_id", client_id.as_str()),
+        ("redirect_uri", CB),
+        ("response_type", "code"),
+        ("scope", "openid"),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ];
+    let (id, _) = b3.authorize(&q).await;
+    assert!(id.is_none(), "single sign-on");
+    // ... until the policy asks for one (forceMfaLocalOnly reads the same): then bob signs in
+    // again, and sets one up.
+    srv.put("/admin/v1/policies/login", json!({"forceMfaLocalOnly": true})).await.ok();
+    let (id, page) = b3.authorize(&q).await;
+    let id = id.expect("no single sign-on without a second factor");
+    assert!(page.html.contains("name=\"password\""), "{}", page.html);
+    let again =
+        b3.post(&format!("/ui/login/{id}/password"), &[("csrf", &page.csrf()), ("password", "Builder-b0b1")]).await;
+    assert!(again.html.contains("/totp/setup"), "{}", again.html);
+    q.push(("prompt", "none"));
+    let (_, r) = b3.authorize(&q).await;
+    assert_eq!(param(&r.redirect_params(), "error"), Some("login_required"));
 });

@@ -366,3 +366,50 @@ on_both!(api_applications_and_app_keys, |srv| {
     srv.delete(&format!("{apps}/{oidc}")).await.ok();
     assert_eq!(srv.count("app_key").await, 0);
 });
+
+// Deactivating an application, or its project, stops it from authenticating (introspection
+// here) and from starting sign-ins; reactivating it brings it back. The state moves only from
+// the state it is in.
+on_both!(inactive_applications_and_projects_authenticate_no_one, |srv| {
+    let p = project(srv, "Switch").await;
+    let apps = format!("/management/v1/projects/{p}/apps");
+    let rs = srv.post(&format!("{apps}/api"), json!({"name": "rs"})).await;
+    let (rs_app, rs_id, rs_secret) = (
+        rs.ok()["appId"].as_str().unwrap().to_string(),
+        rs.body["clientId"].as_str().unwrap().to_string(),
+        rs.body["clientSecret"].as_str().unwrap().to_string(),
+    );
+    let web = json!({"name": "web", "redirectUris": ["https://app.example.com/cb"]});
+    let web_id = srv.post(&format!("{apps}/oidc"), web).await.ok()["clientId"].as_str().unwrap().to_string();
+    let introspect = || async {
+        crate::resource::form(srv, "/oauth/v2/introspect", Some((&rs_id, &rs_secret)), &[("token", "nothing")]).await.0
+    };
+    let authorize = || async {
+        let b = crate::browser::Browser::new(srv);
+        let (_, challenge) = crate::browser::pkce();
+        let (id, page) = b.authorize(&crate::authorize::code_query(&web_id, &challenge)).await;
+        (id.is_some(), page.status)
+    };
+    assert_eq!(introspect().await, 200);
+    assert_eq!(authorize().await, (true, 200));
+
+    let app = format!("{apps}/{rs_app}");
+    srv.post(&format!("{app}/_reactivate"), json!({})).await.err(400, 9);
+    srv.post(&format!("{app}/_deactivate"), json!({})).await.ok();
+    assert_eq!(srv.get(&app).await.ok()["app"]["state"], "APP_STATE_INACTIVE");
+    srv.post(&format!("{app}/_deactivate"), json!({})).await.err(400, 9);
+    assert_eq!(introspect().await, 401);
+    srv.post(&format!("{app}/_reactivate"), json!({})).await.ok();
+    assert_eq!(introspect().await, 200);
+
+    let project_path = format!("/management/v1/projects/{p}");
+    srv.post(&format!("{project_path}/_deactivate"), json!({})).await.ok();
+    assert_eq!(srv.get(&project_path).await.ok()["project"]["state"], "PROJECT_STATE_INACTIVE");
+    srv.post(&format!("{project_path}/_deactivate"), json!({})).await.err(400, 9);
+    assert_eq!(introspect().await, 401);
+    assert!(!authorize().await.0, "an inactive project's application starts no sign-in");
+    srv.post(&format!("{project_path}/_reactivate"), json!({})).await.ok();
+    assert_eq!(introspect().await, 200);
+    assert_eq!(authorize().await, (true, 200));
+    srv.post("/management/v1/projects/404/_deactivate", json!({})).await.err(404, 5);
+});

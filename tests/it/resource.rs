@@ -12,7 +12,7 @@ use crate::token::{code_for, exchange_code, machine_key, sign, token};
 
 const CB: &str = "https://app.example.com/cb";
 
-async fn form(
+pub async fn form(
     srv: &TestServer,
     path: &str,
     basic: Option<(&str, &str)>,

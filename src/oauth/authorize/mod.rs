@@ -115,6 +115,13 @@ pub async fn browser_sessions(c: &mut Conn, browser: &Browser, now: i64) -> crat
     Ok(out)
 }
 
+/// Whether a session may answer a request without a new authentication: authenticated within
+/// `max_age`, and with a second factor when the login policy asks for one (`mfa`; a session
+/// from before the policy asked has none, and its user signs in again).
+pub fn serves(s: &Session, max_age: Option<i64>, mfa: bool, now: i64) -> bool {
+    max_age.is_none_or(|m| s.auth_time.saturating_add(m) >= now) && (!mfa || s.amr.iter().any(|a| a == "otp"))
+}
+
 fn matches_hint(u: &User, hint: &str) -> bool {
     u.login_name().eq_ignore_ascii_case(hint)
         || u.username.eq_ignore_ascii_case(hint)
@@ -131,7 +138,8 @@ async fn decide(
 ) -> crate::store::Result<Response> {
     let now = state.clock.now();
     let sessions = browser_sessions(c, browser, now).await?;
-    let fresh = |s: &Session| params.max_age.is_none_or(|m| s.auth_time.saturating_add(m) >= now);
+    let mfa = !sessions.is_empty() && state.cache.login_policy(c).await?.requires_mfa();
+    let fresh = |s: &Session| serves(s, params.max_age, mfa, now);
     let hinted = params.hint_sub.is_some() || params.login_hint.is_some();
     let pick = if let Some(sub) = &params.hint_sub {
         sessions.iter().find(|(_, u)| &u.user_id == sub)
@@ -155,7 +163,10 @@ async fn decide(
     if params.has_prompt(Prompt::None) {
         return match pick {
             Some((s, u)) if fresh(s) => complete(state, c, t, params, client, u.clone(), s).await,
-            Some(_) => redirect_error(ErrorCode::LoginRequired, "the session is older than max_age"),
+            Some(_) => redirect_error(
+                ErrorCode::LoginRequired,
+                "the session is older than max_age, or lacks the second factor the login policy asks for",
+            ),
             None if sessions.is_empty() || hinted => {
                 redirect_error(ErrorCode::LoginRequired, "no session for this request")
             }
@@ -181,7 +192,8 @@ async fn decide(
             Some((s, u)) if fresh(s) => {
                 return complete(state, c, t, params, client, u.clone(), s).await;
             }
-            // The session is too old for max_age: its user authenticates again.
+            // The session is too old for max_age, or lacks the second factor the login policy
+            // asks for: its user authenticates again.
             Some((_, u)) => (Start::Login, Some(u.clone())),
             None if sessions.len() > 1 => (Start::Select, None),
             None => (Start::Login, hinted_user),
