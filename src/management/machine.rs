@@ -7,7 +7,9 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_S
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::users::{AddUserResponse, check_login_name_free, check_username_domain, load_user, load_user_to_change};
+use super::users::{
+    AddUserResponse, check_login_name_free, check_user_name, check_username_domain, load_user, load_user_to_change,
+};
 use crate::api::error::ApiResult;
 use crate::api::types::{Details, DetailsResponse, ListDetails, ListQuery, ListResponse, parse_ts, ts};
 use crate::api::{ApiError, ApiJson, Caller};
@@ -41,10 +43,7 @@ pub async fn add_machine(
 ) -> ApiResult<Json<AddUserResponse>> {
     caller.require(Permission::UserWrite)?;
     let r = "AddMachineUserRequest";
-    validate::required(r, "userName", &req.user_name, 200)?;
-    if req.user_name.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(ApiError::invalid(format!("invalid {r}.userName: value must not contain spaces")));
-    }
+    check_user_name(r, &req.user_name)?;
     validate::required(r, "name", &req.name, 200)?;
     validate::max(r, "description", &req.description, 500)?;
     if let Some(id) = &req.user_id {
@@ -82,7 +81,7 @@ pub async fn insert_machine(
     if user::username_taken(c, username).await? {
         return Err(ApiError::exists("a user with this user name already exists").with_id("USER-AlreadyExists"));
     }
-    check_login_name_free(c, org_id, username).await?;
+    check_login_name_free(c, org_id, username, None).await?;
     // A machine user's user name is the client_id of its client_credentials tokens (and names it
     // at revocation): the client id of an application, of any organization, would make its
     // tokens pass for that application's.

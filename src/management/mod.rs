@@ -33,6 +33,7 @@ pub fn api() -> Table {
         .post("/users/_search", users::list)
         .get("/users/{user_id}", users::get)
         .delete("/users/{user_id}", users::remove)
+        .put("/users/{user_id}/username", users::update_username)
         .post("/users/{user_id}/_deactivate", users::deactivate)
         .post("/users/{user_id}/_reactivate", users::reactivate)
         .post("/users/{user_id}/_lock", users::lock)
@@ -104,6 +105,7 @@ pub fn api() -> Table {
     users::list,
     users::get,
     users::remove,
+    users::update_username,
     users::deactivate,
     users::reactivate,
     users::lock,

@@ -89,13 +89,19 @@ pub fn validate_profile(req: &str, p: &ProfileInput) -> ApiResult<()> {
     Ok(())
 }
 
+/// A user name: 1-200 characters, no spaces or control characters.
+pub fn check_user_name(req: &str, name: &str) -> ApiResult<()> {
+    validate::required(req, "userName", name, 200)?;
+    if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(ApiError::invalid(format!("invalid {req}.userName: value must not contain spaces")));
+    }
+    Ok(())
+}
+
 impl HumanInput {
     /// Checks the input and returns the user name and the human fields (without password).
     pub fn validate(&self, req: &str) -> ApiResult<(String, Human)> {
-        validate::required(req, "userName", &self.user_name, 200)?;
-        if self.user_name.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(ApiError::invalid(format!("invalid {req}.userName: value must not contain spaces")));
-        }
+        check_user_name(req, &self.user_name)?;
         let profile = self
             .profile
             .as_ref()
@@ -193,15 +199,17 @@ pub async fn check_username_domain(c: &mut Conn, org_id: &str, username: &str) -
 /// organization's own domain, which [`check_username_domain`] allows), an e-mail address only one
 /// human has (it signs that human in), and, the other way round, a name whose login name at one
 /// of the organization's domains is some user's name.
-pub async fn check_login_name_free(c: &mut Conn, org_id: &str, username: &str) -> ApiResult<()> {
+/// `except`: the user being renamed, whose own login names do not count.
+pub async fn check_login_name_free(c: &mut Conn, org_id: &str, username: &str, except: Option<&str>) -> ApiResult<()> {
     let taken = || {
         ApiError::exists("the user name is another user's login name; choose another user name")
             .with_id("USER-LoginNameTaken")
     };
-    if user::find_by_domain_or_email(c, username, true).await?.is_some() {
+    let other = |u: &User| Some(u.user_id.as_str()) != except;
+    if user::find_by_domain_or_email(c, username, true).await?.is_some_and(|u| other(&u)) {
         return Err(taken());
     }
-    if user::username_at_org_domain_taken(c, org_id, username).await? {
+    if user::username_at_org_domain_taken(c, org_id, username, except.unwrap_or_default()).await? {
         return Err(taken());
     }
     Ok(())
@@ -220,7 +228,7 @@ pub async fn insert_human(
     if user::username_taken(c, username).await? {
         return Err(ApiError::exists("a user with this user name already exists").with_id("USER-AlreadyExists"));
     }
-    check_login_name_free(c, org_id, username).await?;
+    check_login_name_free(c, org_id, username, None).await?;
     let user_id = user_id.unwrap_or_else(new_id);
     let state = if human.password_hash.is_some() { UserState::Active } else { UserState::Initial };
     user::insert(
@@ -510,6 +518,53 @@ async fn change_state(
     // not bring back tokens, codes or sessions issued before.
     if matches!(to, UserState::Locked | UserState::Inactive) {
         user::cut_off_tokens(&mut tx, user_id, now).await?;
+    }
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
+}
+
+#[derive(Deserialize, Default, Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct UpdateUserNameRequest {
+    user_name: String,
+}
+
+/// Renames a user, with every rule a new user's name meets. A machine user's name is the client
+/// id of its client_credentials tokens, so its clients use the new name from now on (its secret
+/// and keys stay); tokens issued before keep the old name until they expire.
+#[utoipa::path(put, path = "/users/{user_id}/username", request_body = UpdateUserNameRequest, responses((status = 200, body = DetailsResponse)))]
+pub async fn update_username(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    ApiJson(req): ApiJson<UpdateUserNameRequest>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::UserWrite)?;
+    check_user_name("UpdateUserNameRequest", &req.user_name)?;
+    let name = req.user_name.trim();
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let u = load_user_to_change(&mut tx, &caller, &user_id).await?;
+    if u.username == name {
+        return Err(ApiError::precondition("the user name is unchanged").with_id("USER-UsernameNotChanged"));
+    }
+    check_username_domain(&mut tx, &u.org_id, name).await?;
+    let taken = || ApiError::exists("a user with this user name already exists").with_id("USER-AlreadyExists");
+    // Only the letters' case changed: the name is its own.
+    if crate::store::fold(&u.username) != crate::store::fold(name) && user::username_taken(&mut tx, name).await? {
+        return Err(taken());
+    }
+    check_login_name_free(&mut tx, &u.org_id, name, Some(&u.user_id)).await?;
+    if u.machine().is_some() && crate::store::app::get_by_client_id(&mut tx, name).await?.is_some() {
+        return Err(ApiError::invalid("the user name is the client id of an application; choose another user name")
+            .with_id("USER-NameIsClientId"));
+    }
+    let renamed = user::set_username(&mut tx, &u.user_id, name, now).await.map_err(|e| match e {
+        crate::store::StoreError::Conflict => taken(),
+        other => other.into(),
+    })?;
+    if !renamed {
+        return Err(ApiError::not_found("user not found").with_id("USER-NotFound"));
     }
     tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))

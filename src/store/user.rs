@@ -311,16 +311,30 @@ pub async fn username_taken(c: &mut Conn, username: &str) -> Result<bool> {
 /// Whether `username` at one of `org_id`'s domains is the user name of some account (that
 /// account's name would then be the user's login name at that domain: `alice` of the
 /// organization with example.com against a user named `alice@example.com`).
-pub async fn username_at_org_domain_taken(c: &mut Conn, org_id: &str, username: &str) -> Result<bool> {
+/// `except`: a user id not to count (the user being renamed).
+pub async fn username_at_org_domain_taken(c: &mut Conn, org_id: &str, username: &str, except: &str) -> Result<bool> {
     let row: Option<(String,)> = sqlx::query_as(
         "SELECT a.user_id FROM org_domain d JOIN account a ON a.username_key = $2 || '@' || d.domain \
-         WHERE d.org_id = $1 LIMIT 1",
+         WHERE d.org_id = $1 AND a.user_id <> $3 LIMIT 1",
     )
     .bind(org_id)
     .bind(fold(username))
+    .bind(except)
     .fetch_optional(&mut *c)
     .await?;
     Ok(row.is_some())
+}
+
+/// Renames a user; false when it is gone. A name taken meanwhile is [`super::StoreError::Conflict`].
+pub async fn set_username(c: &mut Conn, user_id: &str, username: &str, now: i64) -> Result<bool> {
+    let r = sqlx::query("UPDATE account SET username = $1, username_key = $2, changed_at = $3 WHERE user_id = $4")
+        .bind(username)
+        .bind(fold(username))
+        .bind(now)
+        .bind(user_id)
+        .execute(&mut *c)
+        .await?;
+    Ok(r.rows_affected() == 1)
 }
 
 pub async fn set_state(c: &mut Conn, user_id: &str, state: UserState, now: i64) -> Result<bool> {

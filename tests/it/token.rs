@@ -576,7 +576,7 @@ on_both!(code_reuse_revokes_the_refresh_chain, |srv| {
         .err(400, "invalid_grant");
 });
 
-async fn machine(srv: &TestServer, name: &str, jwt: bool) -> (String, String) {
+pub async fn machine(srv: &TestServer, name: &str, jwt: bool) -> (String, String) {
     let r = srv.post("/management/v1/users/machine", json!({"userName": name, "name": name, "accessTokenType": if jwt { "ACCESS_TOKEN_TYPE_JWT" } else { "ACCESS_TOKEN_TYPE_BEARER" }})).await;
     let id = r.ok()["userId"].as_str().unwrap().to_string();
     let s = srv.put(&format!("/management/v1/users/{id}/secret"), json!({})).await;

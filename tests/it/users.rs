@@ -410,3 +410,38 @@ on_both!(administrators_are_changed_only_by_who_may_manage_them, |srv| {
     srv.post(&format!("/management/v1/users/{org_owner}/pats"), json!({})).await.ok();
     assert_eq!(srv.count("pat").await, pats + 2);
 });
+
+// UpdateUserName: a new name meets every rule a new user's does; sign-in and a machine user's
+// client_credentials follow it.
+on_both!(user_names_change_under_the_rules_of_new_ones, |srv| {
+    let alice = crate::browser::human(srv, "alice", "Wonder-land1").await;
+    crate::browser::human(srv, "bob", "Builder-b0b1").await;
+    let path = format!("/management/v1/users/{alice}/username");
+    srv.put(&path, json!({"userName": "alice"})).await.err(400, 9);
+    srv.put(&path, json!({"userName": "a b"})).await.err(400, 3);
+    srv.put(&path, json!({"userName": "BOB"})).await.err(409, 6);
+    assert!(srv.put(&path, json!({"userName": "bob@example.com"})).await.err(409, 6).contains("login name"));
+    srv.put("/management/v1/users/404/username", json!({"userName": "x"})).await.err(404, 5);
+    // Her own address, or her own name in other letters' case, are hers to take.
+    srv.put(&path, json!({"userName": "alice@example.com"})).await.ok();
+    srv.put(&path, json!({"userName": "ALICE@example.com"})).await.ok();
+    srv.put(&path, json!({"userName": "alice.new"})).await.ok();
+    assert_eq!(srv.get(&format!("/management/v1/users/{alice}")).await.ok()["user"]["userName"], "alice.new");
+    let sign_in = |name: &'static str| async move {
+        let b = crate::browser::Browser::new(srv);
+        let (id, page) = crate::login::start(srv, &b, &[]).await;
+        b.sign_in(&id, &page, name, "Wonder-land1").await
+    };
+    assert_eq!(sign_in("alice.new").await.status, 303);
+    assert!(sign_in("alice").await.html.contains("The login name or the password is wrong."));
+
+    let (robot, secret) = crate::token::machine(srv, "robot", false).await;
+    let cc = |id: &'static str| {
+        let secret = secret.clone();
+        async move { crate::token::token(srv, Some((id, &secret)), &[("grant_type", "client_credentials")]).await }
+    };
+    cc("robot").await.ok();
+    srv.put(&format!("/management/v1/users/{robot}/username"), json!({"userName": "robot2"})).await.ok();
+    cc("robot").await.err(401, "invalid_client");
+    cc("robot2").await.ok();
+});
