@@ -310,7 +310,8 @@ pub async fn show(
                 !hint.is_empty()
                     && (u.login_name().eq_ignore_ascii_case(hint)
                         || u.username.eq_ignore_ascii_case(hint)
-                        || u.human().is_some_and(|h| h.email.eq_ignore_ascii_case(hint)))
+                        || (!policy.disable_login_with_email
+                            && u.human().is_some_and(|h| h.email.eq_ignore_ascii_case(hint))))
             };
             let mut accounts: Vec<pages::Account> = sessions
                 .iter()

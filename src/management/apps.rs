@@ -608,6 +608,43 @@ pub async fn remove_app(
     Ok(Json(DetailsResponse { details: Details::changed(now, &a.org_id) }))
 }
 
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct UpdateAppRequest {
+    name: String,
+}
+
+/// UpdateApp: renames an application (its configuration has calls of its own).
+#[utoipa::path(put, path = "/projects/{project_id}/apps/{app_id}", request_body = UpdateAppRequest, responses((status = 200, body = DetailsResponse)))]
+pub async fn update_app(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project_id, app_id)): Path<(String, String)>,
+    ApiJson(req): ApiJson<UpdateAppRequest>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::AppWrite)?;
+    validate::required("UpdateAppRequest", "name", &req.name, 200)?;
+    let name = req.name.trim();
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let a = load_app(&mut tx, &caller, &project_id, &app_id).await?;
+    if a.name == name {
+        return Err(ApiError::precondition("the application's name is unchanged").with_id("APP-NotChanged"));
+    }
+    let taken =
+        || ApiError::exists("an application with this name already exists in the project").with_id("APP-AlreadyExists");
+    // Only the letters' case changed: the name is its own.
+    if crate::store::fold(&a.name) != crate::store::fold(name) && app::name_taken(&mut tx, &project_id, name).await? {
+        return Err(taken());
+    }
+    app::rename(&mut tx, &app_id, name, now).await.map_err(|e| match e {
+        StoreError::Conflict => taken(),
+        other => other.into(),
+    })?;
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &a.org_id) }))
+}
+
 #[utoipa::path(post, path = "/projects/{project_id}/apps/{app_id}/_deactivate", responses((status = 200, body = DetailsResponse)))]
 pub async fn deactivate_app(
     State(state): State<AppState>,

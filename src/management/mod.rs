@@ -68,10 +68,13 @@ pub fn api() -> Table {
         .post("/projects/{project_id}/roles", projects::add_role)
         .post("/projects/{project_id}/roles/_bulk", projects::bulk_add_roles)
         .post("/projects/{project_id}/roles/_search", projects::list_roles)
+        .put("/projects/{project_id}/roles/{role_key}", projects::update_role)
+        .delete("/projects/{project_id}/roles/{role_key}", projects::remove_role)
         .post("/projects/{project_id}/apps/oidc", apps::add_oidc_app)
         .post("/projects/{project_id}/apps/api", apps::add_api_app)
         .post("/projects/{project_id}/apps/_search", apps::list_apps)
         .get("/projects/{project_id}/apps/{app_id}", apps::get_app)
+        .put("/projects/{project_id}/apps/{app_id}", apps::update_app)
         .delete("/projects/{project_id}/apps/{app_id}", apps::remove_app)
         .post("/projects/{project_id}/apps/{app_id}/_deactivate", apps::deactivate_app)
         .post("/projects/{project_id}/apps/{app_id}/_reactivate", apps::reactivate_app)
@@ -140,11 +143,14 @@ pub fn api() -> Table {
     projects::add_role,
     projects::bulk_add_roles,
     projects::list_roles,
+    projects::update_role,
+    projects::remove_role,
     apps::add_oidc_app,
     apps::add_api_app,
     apps::list_apps,
     apps::get_app,
     apps::remove_app,
+    apps::update_app,
     apps::deactivate_app,
     apps::reactivate_app,
     apps::update_oidc_config,

@@ -360,6 +360,60 @@ pub async fn bulk_add_roles(
     insert_roles(&state, &caller, &project_id, &req.roles).await
 }
 
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct UpdateRoleRequest {
+    #[schema(required = true, min_length = 1, max_length = 200)]
+    display_name: String,
+    group: String,
+}
+
+/// UpdateProjectRole: the display name and group (the key is the role's identity). A key with
+/// `/` in it is sent %-encoded (`a%2Fb`).
+#[utoipa::path(put, path = "/projects/{project_id}/roles/{role_key}", request_body = UpdateRoleRequest, responses((status = 200, body = DetailsResponse)))]
+pub async fn update_role(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project_id, role_key)): Path<(String, String)>,
+    ApiJson(req): ApiJson<UpdateRoleRequest>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::ProjectWrite)?;
+    validate::required("UpdateProjectRoleRequest", "displayName", &req.display_name, 200)?;
+    validate::max("UpdateProjectRoleRequest", "group", &req.group, 200)?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    load_project(&mut tx, &caller, &project_id).await?;
+    let (name, group) = (req.display_name.trim(), req.group.trim());
+    if !project::update_role(&mut tx, &project_id, &role_key, name, group, now).await? {
+        return Err(role_not_found());
+    }
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
+}
+
+/// RemoveProjectRole: the role goes, and with it from every user grant on the project; tokens
+/// issued before keep it until they expire.
+#[utoipa::path(delete, path = "/projects/{project_id}/roles/{role_key}", responses((status = 200, body = DetailsResponse)))]
+pub async fn remove_role(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project_id, role_key)): Path<(String, String)>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::ProjectWrite)?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    load_project(&mut tx, &caller, &project_id).await?;
+    if !project::delete_role(&mut tx, &project_id, &role_key, now).await? {
+        return Err(role_not_found());
+    }
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
+}
+
+fn role_not_found() -> ApiError {
+    ApiError::not_found("the project has no such role").with_id("PROJECT-RoleNotFound")
+}
+
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RoleView {

@@ -155,6 +155,19 @@ pub async fn name_taken(c: &mut Conn, project_id: &str, name: &str) -> Result<bo
     Ok(row.is_some())
 }
 
+/// Renames an application; false when it is gone. A name taken meanwhile in the project is
+/// [`super::StoreError::Conflict`].
+pub async fn rename(c: &mut Conn, app_id: &str, name: &str, now: i64) -> Result<bool> {
+    let r = sqlx::query("UPDATE app SET name = $1, name_key = $2, changed_at = $3 WHERE app_id = $4")
+        .bind(name)
+        .bind(fold(name))
+        .bind(now)
+        .bind(app_id)
+        .execute(&mut *c)
+        .await?;
+    Ok(r.rows_affected() == 1)
+}
+
 /// Replaces the auth method and configuration.
 pub async fn update_kind(c: &mut Conn, app_id: &str, kind: &AppKind, now: i64) -> Result<bool> {
     let (_, auth, config) = parts(kind);

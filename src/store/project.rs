@@ -175,6 +175,55 @@ pub async fn insert_role(c: &mut Conn, r: &ProjectRole) -> Result<()> {
     Ok(())
 }
 
+/// Replaces a role's display name and group; false when the project has no such role.
+pub async fn update_role(
+    c: &mut Conn,
+    project_id: &str,
+    role_key: &str,
+    display_name: &str,
+    group: &str,
+    now: i64,
+) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE project_role SET display_name = $1, role_group = $2, changed_at = $3 \
+         WHERE project_id = $4 AND role_key = $5",
+    )
+    .bind(display_name)
+    .bind(group)
+    .bind(now)
+    .bind(project_id)
+    .bind(role_key)
+    .execute(&mut *c)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Removes a role and takes it out of every user grant on the project (as ZITADEL does); false
+/// when the project has no such role. Run it in a transaction.
+pub async fn delete_role(c: &mut Conn, project_id: &str, role_key: &str, now: i64) -> Result<bool> {
+    let r = sqlx::query("DELETE FROM project_role WHERE project_id = $1 AND role_key = $2")
+        .bind(project_id)
+        .bind(role_key)
+        .execute(&mut *c)
+        .await?;
+    if r.rows_affected() != 1 {
+        return Ok(false);
+    }
+    let grants: Vec<(String, String)> =
+        sqlx::query_as("SELECT user_grant_id, role_keys FROM user_grant WHERE project_id = $1")
+            .bind(project_id)
+            .fetch_all(&mut *c)
+            .await?;
+    for (id, keys) in grants {
+        let keys: Vec<String> = from_json("user_grant.role_keys", &keys)?;
+        if keys.iter().any(|k| k == role_key) {
+            let kept: Vec<String> = keys.into_iter().filter(|k| k != role_key).collect();
+            update_grant_roles(c, &id, &kept, now).await?;
+        }
+    }
+    Ok(true)
+}
+
 pub async fn roles(c: &mut Conn, project_id: &str) -> Result<Vec<ProjectRole>> {
     Ok(sqlx::query_as(
         "SELECT project_id, role_key, display_name, role_group, created_at, changed_at FROM project_role \

@@ -453,6 +453,14 @@ on_both!(hints_select_the_session, |srv| {
     let qq = q(vec![("prompt", "none".into()), ("id_token_hint", idt.clone())]);
     let (_, r) = b.authorize(&pairs(&qq)).await;
     assert!(param(&r.fragment_params(), "id_token").is_some());
+    // An address picks its human too, unless the login policy's disableLoginWithEmail says no.
+    let qq = q(vec![("prompt", "none".into()), ("login_hint", "bob@example.com".into())]);
+    let (_, r) = b.authorize(&pairs(&qq)).await;
+    assert!(param(&r.fragment_params(), "id_token").is_some(), "{:?}", r.location);
+    srv.put("/admin/v1/policies/login", json!({"disableLoginWithEmail": true})).await.ok();
+    let (_, r) = b.authorize(&pairs(&qq)).await;
+    assert_eq!(param(&r.fragment_params(), "error"), Some("login_required"), "{:?}", r.location);
+    srv.put("/admin/v1/policies/login", json!({})).await.ok();
     // A hint for someone without a session: login_required.
     let qq = q(vec![("prompt", "none".into()), ("login_hint", "carol".into())]);
     let (_, r) = b.authorize(&pairs(&qq)).await;

@@ -134,6 +134,23 @@ on_both!(projects_roles_and_grants, |srv| {
     assert_eq!(g[0].role_keys, vec!["writer"]);
     drop(c);
     srv.put(&format!("{grants}/404"), json!({"roleKeys": []})).await.err(404, 5);
+    // A role's display name and group change; removing a role takes it out of the grants.
+    srv.post(&roles, json!({"roleKey": "a/b", "displayName": "Slashed"})).await.ok();
+    srv.put(&format!("{roles}/a%2Fb"), json!({"displayName": "Slashed too", "group": "g"})).await.ok();
+    srv.put(&format!("{roles}/writer"), json!({"displayName": ""})).await.err(400, 3);
+    srv.put(&format!("{roles}/nope"), json!({"displayName": "x"})).await.err(404, 5);
+    srv.put(&grant, json!({"roleKeys": ["writer", "a/b"]})).await.ok();
+    srv.delete(&format!("{roles}/writer")).await.ok();
+    srv.delete(&format!("{roles}/writer")).await.err(404, 5);
+    let mut c = srv.state.db.conn().await.unwrap();
+    let g = latch::store::project::grants_of_user(&mut c, &alice).await.unwrap();
+    assert_eq!(g[0].role_keys, vec!["a/b"]);
+    let all = latch::store::project::roles(&mut c, &p).await.unwrap();
+    let slashed = all.iter().find(|r| r.role_key == "a/b").unwrap();
+    assert_eq!((slashed.display_name.as_str(), slashed.role_group.as_str()), ("Slashed too", "g"));
+    assert!(!all.iter().any(|r| r.role_key == "writer"));
+    drop(c);
+    srv.post(&roles, json!({"roleKey": "writer", "displayName": "Writer"})).await.ok();
     let elsewhere = srv.post("/management/v1/orgs", json!({"name": "Grant Elsewhere"})).await;
     let elsewhere = elsewhere.ok()["id"].as_str().unwrap().to_string();
     srv.call_as(Some(&srv.pat), Some(&elsewhere), "DELETE", &grant, json!(null)).await.err(404, 5);
@@ -412,4 +429,12 @@ on_both!(inactive_applications_and_projects_authenticate_no_one, |srv| {
     assert_eq!(introspect().await, 200);
     assert_eq!(authorize().await, (true, 200));
     srv.post("/management/v1/projects/404/_deactivate", json!({})).await.err(404, 5);
+    // UpdateApp renames, within the project's names.
+    srv.put(&app, json!({"name": "rs"})).await.err(400, 9);
+    srv.put(&app, json!({"name": "WEB"})).await.err(409, 6);
+    srv.put(&app, json!({"name": ""})).await.err(400, 3);
+    srv.put(&app, json!({"name": "RS"})).await.ok();
+    srv.put(&app, json!({"name": "resource server"})).await.ok();
+    assert_eq!(srv.get(&app).await.ok()["app"]["name"], "resource server");
+    assert_eq!(introspect().await, 200, "the client id stays");
 });

@@ -122,10 +122,12 @@ pub fn serves(s: &Session, max_age: Option<i64>, mfa: bool, now: i64) -> bool {
     max_age.is_none_or(|m| s.auth_time.saturating_add(m) >= now) && (!mfa || s.amr.iter().any(|a| a == "otp"))
 }
 
-fn matches_hint(u: &User, hint: &str) -> bool {
+/// `by_email`: whether an address names its human (the login policy's `disableLoginWithEmail`
+/// off).
+fn matches_hint(u: &User, hint: &str, by_email: bool) -> bool {
     u.login_name().eq_ignore_ascii_case(hint)
         || u.username.eq_ignore_ascii_case(hint)
-        || u.human().is_some_and(|h| h.email.eq_ignore_ascii_case(hint))
+        || (by_email && u.human().is_some_and(|h| h.email.eq_ignore_ascii_case(hint)))
 }
 
 async fn decide(
@@ -138,13 +140,19 @@ async fn decide(
 ) -> crate::store::Result<Response> {
     let now = state.clock.now();
     let sessions = browser_sessions(c, browser, now).await?;
-    let mfa = !sessions.is_empty() && state.cache.login_policy(c).await?.requires_mfa();
+    let (mfa, by_email) = match sessions.is_empty() {
+        true => (false, true),
+        false => {
+            let p = state.cache.login_policy(c).await?;
+            (p.requires_mfa(), !p.disable_login_with_email)
+        }
+    };
     let fresh = |s: &Session| serves(s, params.max_age, mfa, now);
     let hinted = params.hint_sub.is_some() || params.login_hint.is_some();
     let pick = if let Some(sub) = &params.hint_sub {
         sessions.iter().find(|(_, u)| &u.user_id == sub)
     } else if let Some(h) = &params.login_hint {
-        sessions.iter().find(|(_, u)| matches_hint(u, h))
+        sessions.iter().find(|(_, u)| matches_hint(u, h, by_email))
     } else if sessions.len() == 1 {
         sessions.first()
     } else {
