@@ -637,10 +637,13 @@ pub async fn update_app(
     if crate::store::fold(&a.name) != crate::store::fold(name) && app::name_taken(&mut tx, &project_id, name).await? {
         return Err(taken());
     }
-    app::rename(&mut tx, &app_id, name, now).await.map_err(|e| match e {
+    let renamed = app::rename(&mut tx, &app_id, name, now).await.map_err(|e| match e {
         StoreError::Conflict => taken(),
         other => other.into(),
     })?;
+    if !renamed {
+        return Err(ApiError::not_found("application not found").with_id("APP-NotFound"));
+    }
     tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::changed(now, &a.org_id) }))
 }

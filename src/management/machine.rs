@@ -69,6 +69,23 @@ pub async fn add_machine(
     Ok(Json(AddUserResponse { user_id, details: Details::created(now, &caller.org_id) }))
 }
 
+/// A machine user's user name is the client_id of its client_credentials tokens (and names it
+/// at revocation): the client id of an application, of any organization, would make its tokens
+/// pass for that application's, and a user's id would match that user's jwt-bearer tokens
+/// (whose client_id is the user id).
+pub async fn check_machine_name(c: &mut Conn, name: &str) -> ApiResult<()> {
+    if crate::store::app::get_by_client_id(c, name).await?.is_some() {
+        return Err(ApiError::invalid("the user name is the client id of an application; choose another user name")
+            .with_id("USER-NameIsClientId"));
+    }
+    if user::get(c, name).await?.is_some() {
+        return Err(
+            ApiError::invalid("the user name is a user's id; choose another user name").with_id("USER-NameIsUserId")
+        );
+    }
+    Ok(())
+}
+
 pub async fn insert_machine(
     c: &mut Conn,
     org_id: &str,
@@ -82,13 +99,7 @@ pub async fn insert_machine(
         return Err(ApiError::exists("a user with this user name already exists").with_id("USER-AlreadyExists"));
     }
     check_login_name_free(c, org_id, username, None).await?;
-    // A machine user's user name is the client_id of its client_credentials tokens (and names it
-    // at revocation): the client id of an application, of any organization, would make its
-    // tokens pass for that application's.
-    if crate::store::app::get_by_client_id(c, username.trim()).await?.is_some() {
-        return Err(ApiError::invalid("the user name is the client id of an application; choose another user name")
-            .with_id("USER-NameIsClientId"));
-    }
+    check_machine_name(c, username.trim()).await?;
     let user_id = user_id.unwrap_or_else(new_id);
     if user::get(c, &user_id).await?.is_some() {
         return Err(ApiError::exists("a user with this id already exists").with_id("USER-AlreadyExists"));

@@ -399,7 +399,7 @@ pub async fn remove_role(
     caller: Caller,
     Path((project_id, role_key)): Path<(String, String)>,
 ) -> ApiResult<Json<DetailsResponse>> {
-    caller.require(Permission::ProjectWrite)?;
+    caller.require(Permission::ProjectDelete)?;
     let now = state.clock.now();
     let mut tx = state.db.begin().await?;
     load_project(&mut tx, &caller, &project_id).await?;
@@ -747,6 +747,8 @@ pub async fn list_user_grants(
 
 /// `keys` without repeats, each a role of the project.
 async fn role_keys_of(c: &mut Conn, project_id: &str, keys: &[String]) -> ApiResult<Vec<String>> {
+    // Until the grant is written no role of the project goes (see project::lock).
+    project::lock(c, project_id).await?;
     let known: Vec<String> = project::roles(c, project_id).await?.into_iter().map(|r| r.role_key).collect();
     let mut out: Vec<String> = Vec::new();
     for k in keys {

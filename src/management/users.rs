@@ -555,9 +555,8 @@ pub async fn update_username(
         return Err(taken());
     }
     check_login_name_free(&mut tx, &u.org_id, name, Some(&u.user_id)).await?;
-    if u.machine().is_some() && crate::store::app::get_by_client_id(&mut tx, name).await?.is_some() {
-        return Err(ApiError::invalid("the user name is the client id of an application; choose another user name")
-            .with_id("USER-NameIsClientId"));
+    if u.machine().is_some() {
+        crate::management::machine::check_machine_name(&mut tx, name).await?;
     }
     let renamed = user::set_username(&mut tx, &u.user_id, name, now).await.map_err(|e| match e {
         crate::store::StoreError::Conflict => taken(),
@@ -565,6 +564,11 @@ pub async fn update_username(
     })?;
     if !renamed {
         return Err(ApiError::not_found("user not found").with_id("USER-NotFound"));
+    }
+    // A machine user's tokens name it by its user name (client_id): those of the old name end,
+    // so that none outlives the name, which another machine user may take from now on.
+    if u.machine().is_some() {
+        user::cut_off_tokens(&mut tx, &u.user_id, now).await?;
     }
     tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))

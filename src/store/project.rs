@@ -198,9 +198,24 @@ pub async fn update_role(
     Ok(r.rows_affected() == 1)
 }
 
+/// Holds the project's row until the transaction ends (on PostgreSQL; SQLite's write
+/// transaction holds the whole store): what changes its roles and what checks a grant's roles
+/// against them take turns, so a role removed meanwhile is neither kept in nor put back into a
+/// grant (at READ COMMITTED each would otherwise write what it read before the other's commit).
+pub async fn lock(c: &mut Conn, project_id: &str) -> Result<()> {
+    if c.backend_name() == "PostgreSQL" {
+        sqlx::query("SELECT project_id FROM project WHERE project_id = $1 FOR UPDATE")
+            .bind(project_id)
+            .fetch_optional(&mut *c)
+            .await?;
+    }
+    Ok(())
+}
+
 /// Removes a role and takes it out of every user grant on the project (as ZITADEL does); false
 /// when the project has no such role. Run it in a transaction.
 pub async fn delete_role(c: &mut Conn, project_id: &str, role_key: &str, now: i64) -> Result<bool> {
+    lock(c, project_id).await?;
     let r = sqlx::query("DELETE FROM project_role WHERE project_id = $1 AND role_key = $2")
         .bind(project_id)
         .bind(role_key)

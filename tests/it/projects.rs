@@ -438,3 +438,37 @@ on_both!(inactive_applications_and_projects_authenticate_no_one, |srv| {
     assert_eq!(srv.get(&app).await.ok()["app"]["name"], "resource server");
     assert_eq!(introspect().await, 200, "the client id stays");
 });
+
+// A role removed while a grant's roles change: the removal waits for the change (both hold the
+// project's row on PostgreSQL; SQLite's writers take turns), so it neither keeps the removed role
+// in the grant nor brings back one the change took away.
+on_both!(a_role_removed_while_a_grant_changes_stays_removed, |srv| {
+    use latch::store::project as store;
+    let p = project(srv, "Race").await;
+    let roles = format!("/management/v1/projects/{p}/roles");
+    for k in ["viewer", "editor", "admin"] {
+        srv.post(&roles, json!({"roleKey": k, "displayName": k})).await.ok();
+    }
+    let alice = crate::users::create_alice(srv).await;
+    let body = json!({"projectId": p, "roleKeys": ["viewer", "editor", "admin"]});
+    let g = srv.post(&format!("/management/v1/users/{alice}/grants"), body).await;
+    let grant_id = g.ok()["userGrantId"].as_str().unwrap().to_string();
+    let t = latch::clock::Clock::now(&*srv.clock);
+    let mut change = srv.state.db.begin().await.unwrap();
+    store::lock(&mut change, &p).await.unwrap();
+    store::update_grant_roles(&mut change, &grant_id, &["viewer".to_string()], t).await.unwrap();
+    let (db, project_id) = (srv.state.db.clone(), p.clone());
+    let removal = tokio::spawn(async move {
+        let mut tx = db.begin().await.unwrap();
+        let done = store::delete_role(&mut tx, &project_id, "editor", t).await.unwrap();
+        tx.commit().await.unwrap();
+        done
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!removal.is_finished(), "the removal waits for the change");
+    change.commit().await.unwrap();
+    assert!(removal.await.unwrap());
+    let mut c = srv.state.db.conn().await.unwrap();
+    let g = store::grants_of_user(&mut c, &alice).await.unwrap();
+    assert_eq!(g[0].role_keys, vec!["viewer"]);
+});

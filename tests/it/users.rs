@@ -438,10 +438,25 @@ on_both!(user_names_change_under_the_rules_of_new_ones, |srv| {
     let (robot, secret) = crate::token::machine(srv, "robot", false).await;
     let cc = |id: &'static str| {
         let secret = secret.clone();
-        async move { crate::token::token(srv, Some((id, &secret)), &[("grant_type", "client_credentials")]).await }
+        async move {
+            crate::token::token(srv, Some((id, &secret)), &[("grant_type", "client_credentials"), ("scope", "openid")])
+                .await
+        }
     };
-    cc("robot").await.ok();
+    let before = cc("robot").await;
+    let before = before.ok()["access_token"].as_str().unwrap().to_string();
+    let userinfo =
+        |token: String| async move { srv.send("GET", "/oidc/v1/userinfo", Some(&token), &[], None).await.status };
+    assert_eq!(userinfo(before.clone()).await, 200);
+    srv.clock.advance(1); // cut-offs count in whole seconds
     srv.put(&format!("/management/v1/users/{robot}/username"), json!({"userName": "robot2"})).await.ok();
     cc("robot").await.err(401, "invalid_client");
-    cc("robot2").await.ok();
+    let after = cc("robot2").await;
+    // The tokens of the old name end with it (another machine user may take the name now).
+    assert_eq!(userinfo(before).await, 401);
+    assert_eq!(userinfo(after.ok()["access_token"].as_str().unwrap().to_string()).await, 200);
+    // A machine user's name may not be a user's id (it would match that user's jwt-bearer
+    // tokens, whose client_id is the user id).
+    let r = srv.post("/management/v1/users/machine", json!({"userName": alice, "name": "m"})).await;
+    assert!(r.err(400, 3).contains("user's id"), "{}", r.text);
 });
