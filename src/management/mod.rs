@@ -8,6 +8,7 @@ pub mod machine;
 pub mod members;
 pub mod orgs;
 pub mod projects;
+pub mod user_mail;
 pub mod users;
 pub mod views;
 
@@ -34,6 +35,9 @@ pub fn api() -> Table {
         .get("/users/{user_id}", users::get)
         .delete("/users/{user_id}", users::remove)
         .put("/users/{user_id}/username", users::update_username)
+        .get("/users/_is_unique", user_mail::is_unique)
+        .post("/users/{user_id}/email/_resend_verification", user_mail::resend_email_verification)
+        .post("/users/{user_id}/_resend_initialization", user_mail::resend_initialization)
         .post("/users/{user_id}/_deactivate", users::deactivate)
         .post("/users/{user_id}/_reactivate", users::reactivate)
         .post("/users/{user_id}/_lock", users::lock)
@@ -109,6 +113,9 @@ pub fn api() -> Table {
     users::get,
     users::remove,
     users::update_username,
+    user_mail::is_unique,
+    user_mail::resend_email_verification,
+    user_mail::resend_initialization,
     users::deactivate,
     users::reactivate,
     users::lock,

@@ -300,6 +300,16 @@ pub async fn username_in_domain_elsewhere(c: &mut Conn, org_id: &str, domain: &s
     Ok(row.is_some())
 }
 
+/// Whether a human has the address (compared as addresses are, case-folded).
+pub async fn email_taken(c: &mut Conn, email: &str) -> Result<bool> {
+    let row: Option<(String,)> =
+        sqlx::query_as("SELECT user_id FROM account WHERE email_key = $1 AND user_type = 1 LIMIT 1")
+            .bind(fold(email))
+            .fetch_optional(&mut *c)
+            .await?;
+    Ok(row.is_some())
+}
+
 pub async fn username_taken(c: &mut Conn, username: &str) -> Result<bool> {
     let row: Option<(String,)> = sqlx::query_as("SELECT user_id FROM account WHERE username_key = $1")
         .bind(fold(username))

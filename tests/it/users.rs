@@ -460,3 +460,44 @@ on_both!(user_names_change_under_the_rules_of_new_ones, |srv| {
     let r = srv.post("/management/v1/users/machine", json!({"userName": alice, "name": "m"})).await;
     assert!(r.err(400, 3).contains("user's id"), "{}", r.text);
 });
+
+// ResendHumanInitialization (to a corrected address), ResendHumanEmailVerification, and
+// IsUserUnique.
+on_both!(codes_mailed_again_and_names_checked_for_uniqueness, |srv| {
+    let body = json!({"userName": "gina", "profile": {"firstName": "Gina", "lastName": "G"},
+                      "email": {"email": "gina@example.com"}});
+    let gina = srv.post("/management/v1/users/human", body).await.ok()["userId"].as_str().unwrap().to_string();
+    let mailed = |to: &'static str, n: usize| async move {
+        for _ in 0..250 {
+            if srv.outbox_to(to).len() >= n {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        srv.outbox_to(to).len()
+    };
+    let path = format!("/management/v1/users/{gina}");
+    srv.post(&format!("{path}/_resend_initialization"), json!({"email": "not an address"})).await.err(400, 3);
+    srv.post(&format!("{path}/_resend_initialization"), json!({"email": "gina@example.org"})).await.ok();
+    assert_eq!(mailed("gina@example.org", 1).await, 1);
+    let email = srv.get(&format!("{path}/email")).await;
+    assert_eq!(email.ok()["email"]["email"], "gina@example.org", "{}", email.text);
+    srv.post(&format!("{path}/email/_resend_verification"), json!({})).await.ok();
+    assert_eq!(mailed("gina@example.org", 2).await, 2);
+    // Not for a user with a password, nor for a verified address.
+    let alice = crate::browser::human(srv, "alice", "Wonder-land1").await;
+    let alice_path = format!("/management/v1/users/{alice}");
+    srv.post(&format!("{alice_path}/_resend_initialization"), json!({})).await.err(400, 9);
+    srv.post(&format!("{alice_path}/email/_resend_verification"), json!({})).await.err(400, 9);
+    srv.post("/management/v1/users/404/_resend_initialization", json!({})).await.err(404, 5);
+
+    let unique = |query: &'static str| async move {
+        let r = srv.get(&format!("/management/v1/users/_is_unique?{query}")).await;
+        r.ok()["isUnique"].as_bool().unwrap()
+    };
+    assert!(unique("userName=nobody&email=nobody%40example.com").await);
+    assert!(!unique("userName=ALICE").await);
+    assert!(!unique("userName=alice%40example.com").await, "alice's address signs her in");
+    assert!(!unique("email=Alice%40Example.com").await);
+    srv.get("/management/v1/users/_is_unique?userName=a&userName=b").await.err(400, 3);
+});
