@@ -3,11 +3,13 @@
 
 pub mod apps;
 pub mod compliance;
+pub mod grants;
 pub mod import;
 pub mod machine;
 pub mod members;
 pub mod orgs;
 pub mod projects;
+pub mod roles;
 pub mod user_mail;
 pub mod users;
 pub mod views;
@@ -46,11 +48,11 @@ pub fn api() -> Table {
         .get("/users/{user_id}/email", users::get_email)
         .put("/users/{user_id}/email", users::update_email)
         .put("/users/{user_id}/profile", users::update_profile)
-        .post("/users/{user_id}/grants", projects::add_user_grant)
-        .post("/users/grants/_search", projects::list_user_grants)
-        .get("/users/{user_id}/grants/{grant_id}", projects::get_user_grant)
-        .put("/users/{user_id}/grants/{grant_id}", projects::update_user_grant)
-        .delete("/users/{user_id}/grants/{grant_id}", projects::remove_user_grant)
+        .post("/users/{user_id}/grants", grants::add_user_grant)
+        .post("/users/grants/_search", grants::list_user_grants)
+        .get("/users/{user_id}/grants/{grant_id}", grants::get_user_grant)
+        .put("/users/{user_id}/grants/{grant_id}", grants::update_user_grant)
+        .delete("/users/{user_id}/grants/{grant_id}", grants::remove_user_grant)
         .post("/users/machine", machine::add_machine)
         .put("/users/{user_id}/machine", machine::update_machine)
         .put("/users/{user_id}/secret", machine::generate_secret)
@@ -69,11 +71,11 @@ pub fn api() -> Table {
         .delete("/projects/{project_id}", projects::remove_project)
         .post("/projects/{project_id}/_deactivate", projects::deactivate_project)
         .post("/projects/{project_id}/_reactivate", projects::reactivate_project)
-        .post("/projects/{project_id}/roles", projects::add_role)
-        .post("/projects/{project_id}/roles/_bulk", projects::bulk_add_roles)
-        .post("/projects/{project_id}/roles/_search", projects::list_roles)
-        .put("/projects/{project_id}/roles/{role_key}", projects::update_role)
-        .delete("/projects/{project_id}/roles/{role_key}", projects::remove_role)
+        .post("/projects/{project_id}/roles", roles::add_role)
+        .post("/projects/{project_id}/roles/_bulk", roles::bulk_add_roles)
+        .post("/projects/{project_id}/roles/_search", roles::list_roles)
+        .put("/projects/{project_id}/roles/{role_key}", roles::update_role)
+        .delete("/projects/{project_id}/roles/{role_key}", roles::remove_role)
         .post("/projects/{project_id}/apps/oidc", apps::add_oidc_app)
         .post("/projects/{project_id}/apps/api", apps::add_api_app)
         .post("/projects/{project_id}/apps/_search", apps::list_apps)
@@ -124,11 +126,11 @@ pub fn api() -> Table {
     users::get_email,
     users::update_email,
     users::update_profile,
-    projects::add_user_grant,
-    projects::list_user_grants,
-    projects::get_user_grant,
-    projects::update_user_grant,
-    projects::remove_user_grant,
+    grants::add_user_grant,
+    grants::list_user_grants,
+    grants::get_user_grant,
+    grants::update_user_grant,
+    grants::remove_user_grant,
     machine::add_machine,
     machine::update_machine,
     machine::generate_secret,
@@ -147,11 +149,11 @@ pub fn api() -> Table {
     projects::remove_project,
     projects::deactivate_project,
     projects::reactivate_project,
-    projects::add_role,
-    projects::bulk_add_roles,
-    projects::list_roles,
-    projects::update_role,
-    projects::remove_role,
+    roles::add_role,
+    roles::bulk_add_roles,
+    roles::list_roles,
+    roles::update_role,
+    roles::remove_role,
     apps::add_oidc_app,
     apps::add_api_app,
     apps::list_apps,
