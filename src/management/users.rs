@@ -531,7 +531,7 @@ pub struct UpdateUserNameRequest {
 
 /// Renames a user, with every rule a new user's name meets. A machine user's name is the client
 /// id of its client_credentials tokens, so its clients use the new name from now on (its secret
-/// and keys stay); tokens issued before keep the old name until they expire.
+/// and keys stay); its tokens issued under the old name end (another machine user may take it).
 #[utoipa::path(put, path = "/users/{user_id}/username", request_body = UpdateUserNameRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn update_username(
     State(state): State<AppState>,

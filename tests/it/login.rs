@@ -247,6 +247,12 @@ on_both!(wrong_passwords_lockout_and_no_enumeration, |srv| {
     let ok = b.sign_in(&id, &page, "alice", "Wonder-land1").await;
     assert_eq!(ok.status, 303, "{}", ok.html);
     assert!(param(&ok.redirect_params(), "code").is_some());
+    // A deactivated account says so, whatever the password (only administrators deactivate).
+    srv.post(&format!("/management/v1/users/{}/_deactivate", u.user_id), json!({})).await.ok();
+    let b3 = Browser::new(srv);
+    let (id3, page3) = start(srv, &b3, &[]).await;
+    let wrong = b3.sign_in(&id3, &page3, "alice", "wrong-password").await;
+    assert!(wrong.html.contains("deactivated"), "{}", wrong.html);
 });
 
 on_both!(forms_are_bound_to_the_request_and_the_browser, |srv| {
