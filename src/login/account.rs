@@ -137,6 +137,13 @@ pub async fn enrol(State(state): State<AppState>, headers: HeaderMap, body: Byte
     let Some(secret) = secret else { return fail(t, &headers, StatusCode::FORBIDDEN, t.err_form) };
     let now = state.clock.now();
     if let Some(sealed) = u.human().and_then(|h| h.otp_secret.as_ref()) {
+        // The sign-in's per-user budget for second-factor codes: a borrowed browser guesses the
+        // current factor's code no faster here than at sign-in.
+        if let Err(wait) = state.limits.login_name(&format!("otp:{}", u.user_id)) {
+            metrics::counter!("latch_rate_limited_total", "budget" => "login_per_name").increment(1);
+            let msg = t.err_too_many.replace("{}", &crate::limits::retry_after_secs(wait).to_string());
+            return crate::limits::too_many(page(&state, t, &s, &u, Some(msg)), wait);
+        }
         match current_factor(&state, &u, sealed, form.current.trim(), now).await {
             Ok(None) => {}
             Ok(Some(msg)) => return page(&state, t, &s, &u, Some(msg(t).to_string())),

@@ -228,6 +228,32 @@ async fn second_factor_guessing_is_limited_per_user() {
     assert_eq!(limited.status, 429, "{}", limited.html);
     assert!(limited.html.contains("Too many attempts"), "{}", limited.html);
     assert_eq!(srv.count("session").await, 0);
+
+    // The account page's check of the current factor (to replace it) draws on the same budget:
+    // another user signs in (one code), two wrong current codes, then 429.
+    let mut r = crate::import_human::record("otp-user2", Some(crate::import_human::KEYCLOAK_ARGON2), true);
+    r["otpCode"] = json!(secret);
+    srv.post("/management/v1/users/human/_import", r).await.ok();
+    let b = Browser::new(&srv);
+    let (id, page) = crate::login::start(&srv, &b, &[]).await;
+    let totp = b.sign_in(&id, &page, "otp-user2", "secret").await;
+    let now = latch::clock::Clock::now(&*srv.clock);
+    let code = latch::crypto::totp::code_at(secret, now / 30).unwrap();
+    let done = b.post(&format!("/ui/login/{id}/totp"), &[("csrf", &totp.csrf()), ("code", &code)]).await;
+    assert_eq!(done.status, 303, "{}", done.html);
+    let enrol = b.get("/ui/account/totp").await;
+    let session = crate::browser::field(&enrol.html, "session").unwrap();
+    let pending = crate::browser::field(&enrol.html, "pending").unwrap();
+    let replace = || async {
+        let form = [("session", session.as_str()), ("pending", &pending), ("code", "000000"), ("current", "000000")];
+        b.post("/ui/account/totp", &form).await
+    };
+    for _ in 0..2 {
+        let r = replace().await;
+        assert!(r.html.contains("The code is wrong"), "{}", r.html);
+    }
+    let r = replace().await;
+    assert_eq!(r.status, 429, "{}", r.html);
     srv.stop().await;
 }
 
