@@ -22,8 +22,8 @@ use crate::crypto::totp;
 use crate::domain::settings::LockoutPolicy;
 use crate::oauth::authorize::browser_sessions;
 use crate::store::session::Session;
-use crate::store::setting;
-use crate::store::user::{self, User};
+use crate::store::user::User;
+use crate::store::{credentials, setting};
 
 #[derive(Deserialize, Default)]
 pub struct Which {
@@ -109,14 +109,14 @@ async fn current_factor(
     let mut c = state.db.conn().await?;
     let last = u.human().and_then(|h| h.otp_last_step);
     let right = match state.open_otp(&u.user_id, sealed).and_then(|secret| totp::verify(&secret, code, now, last)) {
-        Some(step) => user::otp_used(&mut c, &u.user_id, step).await?,
+        Some(step) => credentials::otp_used(&mut c, &u.user_id, step).await?,
         None => false,
     };
     if right {
         return Ok(None);
     }
     let max = setting::load::<LockoutPolicy>(&mut c, setting::INSTANCE).await?.value.max_otp_attempts;
-    let locked = user::otp_failed(&mut c, &u.user_id, max, now).await?;
+    let locked = credentials::otp_failed(&mut c, &u.user_id, max, now).await?;
     Ok(Some(if locked { |t: &Texts| t.err_locked } else { |t: &Texts| t.err_code_wrong }))
 }
 
@@ -158,8 +158,8 @@ pub async fn enrol(State(state): State<AppState>, headers: HeaderMap, body: Byte
         let mut c = state.db.conn().await?;
         let sealed =
             state.seal_otp(&u.user_id, &secret).map_err(|e| crate::store::StoreError::Corrupt(e.to_string()))?;
-        user::set_otp(&mut c, &u.user_id, Some(sealed), now).await?;
-        user::otp_used(&mut c, &u.user_id, step).await
+        credentials::set_otp(&mut c, &u.user_id, Some(sealed), now).await?;
+        credentials::otp_used(&mut c, &u.user_id, step).await
     }
     .await;
     if let Err(e) = result {

@@ -369,7 +369,7 @@ pub async fn show(
             pages::render(t, StatusCode::OK, &pages::Totp { t, id: &id, csrf: &csrf, error, info }, form_action)
         }
         Step::TotpSetup => {
-            let (secret, uri) = match super::forms::totp_offer(state, c, &mut f).await {
+            let (secret, uri) = match super::second_factor::totp_offer(state, c, &mut f).await {
                 Ok(Some(v)) => v,
                 Ok(None) => return fail(t, headers, StatusCode::BAD_REQUEST, t.err_form),
                 Err(e) => return store_fail(t, headers, e),

@@ -5,8 +5,6 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -18,7 +16,7 @@ use crate::domain::settings::LockoutPolicy;
 use crate::management::users::{EmailInput, HumanInput, ProfileInput, complexity_policy, insert_human};
 use crate::oauth::authorize::browser_sessions;
 use crate::oauth::authorize::request::Prompt;
-use crate::store::{Conn, StoreError, instance, setting, user, user_code};
+use crate::store::{Conn, StoreError, credentials, instance, setting, user, user_code};
 
 pub use super::codes::{INIT, VERIFY};
 
@@ -30,7 +28,7 @@ fn parse<T: DeserializeOwned>(body: &[u8]) -> Option<T> {
 }
 
 /// Opens the connection, loads the flow, parses the form and checks its CSRF token.
-async fn begin<T: DeserializeOwned + HasCsrf>(
+pub(super) async fn begin<T: DeserializeOwned + HasCsrf>(
     state: &AppState,
     id: &str,
     headers: &HeaderMap,
@@ -53,7 +51,7 @@ macro_rules! form {
         #[derive(Deserialize)]
         pub struct $name {
             csrf: String,
-            $(#[serde(default)] $field: String,)*
+            $(#[serde(default)] pub(super) $field: String,)*
         }
         impl HasCsrf for $name {
             fn csrf(&self) -> &str { &self.csrf }
@@ -70,6 +68,21 @@ form!(NewPasswordForm { password, password_repeat });
 form!(CodeForm { code });
 form!(InitForm { code, password, password_repeat });
 form!(TotpForm { code });
+
+/// The page again with "too many attempts", answered 429 with `Retry-After`: a per-name or
+/// per-user budget of the sign-in is spent.
+pub(super) async fn too_many(
+    state: &AppState,
+    c: &mut Conn,
+    f: Flow,
+    headers: &HeaderMap,
+    wait: std::time::Duration,
+) -> Response {
+    metrics::counter!("latch_rate_limited_total", "budget" => "login_per_name").increment(1);
+    let msg = f.t.err_too_many.replace("{}", &crate::limits::retry_after_secs(wait).to_string());
+    let r = show(state, c, f, headers, Some(msg), None).await;
+    crate::limits::too_many(r, wait)
+}
 
 fn policy_message(t: &Texts, problems: &[&str]) -> String {
     let parts: Vec<&str> = problems.iter().map(|p| t.policy_phrase(p)).collect();
@@ -132,7 +145,7 @@ pub async fn send_code_once(state: &AppState, c: &mut Conn, f: &mut Flow, purpos
     send_code(state, c, f, purpose).await
 }
 
-async fn reload_user(c: &mut Conn, f: &mut Flow) -> Result<(), StoreError> {
+pub(super) async fn reload_user(c: &mut Conn, f: &mut Flow) -> Result<(), StoreError> {
     if let Some(u) = &f.user {
         f.user = user::get(c, &u.user_id).await?;
     }
@@ -247,10 +260,7 @@ pub async fn password(
         (None, None) => String::new(),
     };
     if let Err(wait) = state.limits.login_name(&name) {
-        metrics::counter!("latch_rate_limited_total", "budget" => "login_per_name").increment(1);
-        let msg = t.err_too_many.replace("{}", &crate::limits::retry_after_secs(wait).to_string());
-        let r = show(&state, &mut c, f, &headers, Some(msg), None).await;
-        return crate::limits::too_many(r, wait);
+        return too_many(&state, &mut c, f, &headers, wait).await;
     }
     let user_spent = match (&f.progress.login_name, &f.user) {
         (Some(_), Some(u)) => state.limits.login_name(&format!("user:{}", u.user_id)).is_err(),
@@ -309,7 +319,7 @@ pub async fn password(
                 Ok(p) => p.value.max_password_attempts,
                 Err(e) => return store_fail(t, &headers, e),
             };
-            match user::password_failed(&mut c, &u.user_id, max, now).await {
+            match credentials::password_failed(&mut c, &u.user_id, max, now).await {
                 Ok(true) => {
                     tracing::warn!(user_id = %u.user_id, "user locked after too many wrong passwords")
                 }
@@ -323,7 +333,7 @@ pub async fn password(
         return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
     }
     if u.human().is_some_and(|h| h.failed_password_attempts > 0)
-        && let Err(e) = user::password_ok(&mut c, &u.user_id).await
+        && let Err(e) = credentials::password_ok(&mut c, &u.user_id).await
     {
         return store_fail(t, &headers, e);
     }
@@ -336,7 +346,7 @@ pub async fn password(
         };
         match new {
             Ok(new) => {
-                if let Err(e) = user::rehash(&mut c, &u.user_id, &hash, &new).await {
+                if let Err(e) = credentials::rehash(&mut c, &u.user_id, &hash, &new).await {
                     tracing::warn!(error = %e, "re-hashing a password failed");
                 }
             }
@@ -711,154 +721,6 @@ pub async fn init_password(
         Ok(p) => p.requires_mfa(),
         Err(e) => return store_fail(t, &headers, e),
     };
-    if let Err(e) = reload_user(&mut c, &mut f).await.and(f.save(&mut c).await) {
-        return store_fail(t, &headers, e);
-    }
-    show(&state, &mut c, f, &headers, None, None).await
-}
-
-/// The offered key is sealed to the request and its user: a user chosen later on the same
-/// request (another name typed) opens no key offered to the one before.
-fn pending_aad(f: &Flow) -> Vec<u8> {
-    let user = f.user.as_ref().map(|u| u.user_id.as_str()).unwrap_or_default();
-    format!("pending-totp-login:{}:{user}", f.row.auth_request_id).into_bytes()
-}
-
-/// The TOTP key offered to the flow's user at the set-up the login policy asks for, with its
-/// `otpauth://` address: made when the step is first shown and kept, sealed, in the request, so
-/// that a wrong code does not change the key the person has added to their app. `None` when the
-/// request has no human user.
-pub async fn totp_offer(state: &AppState, c: &mut Conn, f: &mut Flow) -> Result<Option<(String, String)>, StoreError> {
-    let Some(u) = f.user.as_ref().filter(|u| u.human().is_some()) else { return Ok(None) };
-    let login = u.login_name();
-    let secret = match offered_secret(state, f) {
-        Some(secret) => secret,
-        None => {
-            let secret = crate::crypto::totp::generate_secret();
-            let sealed = state
-                .otp_cipher
-                .seal(&pending_aad(f), secret.as_bytes())
-                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            f.progress.totp_pending = Some(URL_SAFE_NO_PAD.encode(sealed));
-            f.save(c).await?;
-            secret
-        }
-    };
-    let uri = crate::crypto::totp::otpauth_uri(&state.settings.external_host(), &login, &secret);
-    Ok(Some((secret, uri)))
-}
-
-fn offered_secret(state: &AppState, f: &Flow) -> Option<String> {
-    let sealed = URL_SAFE_NO_PAD.decode(f.progress.totp_pending.as_deref()?).ok()?;
-    state.otp_cipher.open(&pending_aad(f), &sealed).ok().and_then(|b| String::from_utf8(b).ok())
-}
-
-/// The set-up of a second factor the login policy asks for (`forceMfa`): a code of the offered
-/// key makes it the user's factor and counts as this sign-in's second factor.
-pub async fn totp_setup(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let (mut c, mut f, form) = match begin::<TotpForm>(&state, &id, &headers, &body).await {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
-    let t = f.t;
-    let (Some(u), Some(secret)) = (f.user.clone(), offered_secret(&state, &f)) else {
-        return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
-    };
-    if f.next_step(false) != Step::TotpSetup {
-        return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
-    }
-    if let Some(msg) = not_signing_in(t, &u) {
-        return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
-    }
-    if let Err(wait) = state.limits.login_name(&format!("otp:{}", u.user_id)) {
-        metrics::counter!("latch_rate_limited_total", "budget" => "login_per_name").increment(1);
-        let msg = t.err_too_many.replace("{}", &crate::limits::retry_after_secs(wait).to_string());
-        let r = show(&state, &mut c, f, &headers, Some(msg), None).await;
-        return crate::limits::too_many(r, wait);
-    }
-    let now = state.clock.now();
-    let Some(step) = crate::crypto::totp::verify(&secret, form.code.trim(), now, None) else {
-        return show(&state, &mut c, f, &headers, Some(t.err_code_wrong.to_string()), None).await;
-    };
-    let sealed = match state.seal_otp(&u.user_id, &secret) {
-        Ok(s) => s,
-        Err(e) => return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    };
-    // Only while the user has no factor: one enrolled meanwhile elsewhere is not replaced
-    // without a code of it.
-    match user::set_first_otp(&mut c, &u.user_id, sealed, now).await {
-        Ok(true) => {}
-        Ok(false) => return fail(t, &headers, StatusCode::CONFLICT, t.err_form),
-        Err(e) => return store_fail(t, &headers, e),
-    }
-    if let Err(e) = user::otp_used(&mut c, &u.user_id, step).await {
-        return store_fail(t, &headers, e);
-    }
-    tracing::info!(user_id = %u.user_id, "TOTP set up at sign-in (the login policy asks for a second factor)");
-    f.progress.totp_pending = None;
-    f.progress.otp_at = Some(now);
-    f.progress.amr = vec!["pwd".into(), "otp".into(), "mfa".into()];
-    if let Err(e) = reload_user(&mut c, &mut f).await.and(f.save(&mut c).await) {
-        return store_fail(t, &headers, e);
-    }
-    show(&state, &mut c, f, &headers, None, None).await
-}
-
-pub async fn totp(State(state): State<AppState>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
-    let (mut c, mut f, form) = match begin::<TotpForm>(&state, &id, &headers, &body).await {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
-    let t = f.t;
-    let (Some(u), Some(_)) = (f.user.clone(), f.progress.password_at) else {
-        return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
-    };
-    if let Some(msg) = not_signing_in(t, &u) {
-        return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
-    }
-    // Six digits fall to guessing without a budget (the lockout policy's OTP attempts are off by
-    // default): the same per-name budget as the password, drawn per user.
-    if let Err(wait) = state.limits.login_name(&format!("otp:{}", u.user_id)) {
-        metrics::counter!("latch_rate_limited_total", "budget" => "login_per_name").increment(1);
-        let msg = t.err_too_many.replace("{}", &crate::limits::retry_after_secs(wait).to_string());
-        let r = show(&state, &mut c, f, &headers, Some(msg), None).await;
-        return crate::limits::too_many(r, wait);
-    }
-    let Some(secret) = u.human().and_then(|h| h.otp_secret.as_ref()).and_then(|s| state.open_otp(&u.user_id, s)) else {
-        return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
-    };
-    let now = state.clock.now();
-    let last = u.human().and_then(|h| h.otp_last_step);
-    let used = match crate::crypto::totp::verify(&secret, form.code.trim(), now, last) {
-        Some(step) => user::otp_used(&mut c, &u.user_id, step).await,
-        None => Ok(false),
-    };
-    match used {
-        Ok(true) => {}
-        Ok(false) => {
-            let max = match setting::load::<LockoutPolicy>(&mut c, setting::INSTANCE).await {
-                Ok(p) => p.value.max_otp_attempts,
-                Err(e) => return store_fail(t, &headers, e),
-            };
-            if let Err(e) = user::otp_failed(&mut c, &u.user_id, max, now).await {
-                return store_fail(t, &headers, e);
-            }
-            if let Err(e) = reload_user(&mut c, &mut f).await {
-                return store_fail(t, &headers, e);
-            }
-            let locked = f.user.as_ref().is_some_and(|u| u.state == UserState::Locked);
-            let msg = if locked { t.err_locked } else { t.err_code_wrong };
-            return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
-        }
-        Err(e) => return store_fail(t, &headers, e),
-    }
-    f.progress.otp_at = Some(now);
-    f.progress.amr = vec!["pwd".into(), "otp".into(), "mfa".into()];
     if let Err(e) = reload_user(&mut c, &mut f).await.and(f.save(&mut c).await) {
         return store_fail(t, &headers, e);
     }

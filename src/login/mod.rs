@@ -9,6 +9,7 @@ pub mod flow;
 pub mod forms;
 pub mod i18n;
 pub mod pages;
+pub mod second_factor;
 
 use axum::Router;
 use axum::extract::State;
@@ -32,8 +33,8 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/login/{id}/verify_email/skip", post(forms::skip_verification))
         .route("/ui/login/{id}/init_password", post(forms::init_password))
         .route("/ui/login/{id}/init_password/request", post(forms::request_init))
-        .route("/ui/login/{id}/totp", post(forms::totp))
-        .route("/ui/login/{id}/totp/setup", post(forms::totp_setup))
+        .route("/ui/login/{id}/totp", post(second_factor::totp))
+        .route("/ui/login/{id}/totp/setup", post(second_factor::totp_setup))
         .route("/ui/login/{id}/{purpose}/resend", post(forms::resend))
         .route("/ui/signed_out", get(signed_out))
         .route("/ui/account/totp", get(account::enrol_page).post(account::enrol))

@@ -1,6 +1,7 @@
 //! `/management/v1`: organizations, users, projects and applications of one organization (the
 //! caller's own, or the one named by `x-latch-orgid`).
 
+pub mod app_keys;
 pub mod apps;
 pub mod compliance;
 pub mod grants;
@@ -88,10 +89,10 @@ pub fn api() -> Table {
         .post("/projects/{project_id}/apps/{app_id}/oidc_config/_generate_client_secret", apps::generate_oidc_secret)
         .put("/projects/{project_id}/apps/{app_id}/api_config", apps::update_api_config)
         .post("/projects/{project_id}/apps/{app_id}/api_config/_generate_client_secret", apps::generate_api_secret)
-        .post("/projects/{project_id}/apps/{app_id}/keys", apps::add_key)
-        .post("/projects/{project_id}/apps/{app_id}/keys/_search", apps::list_keys)
-        .get("/projects/{project_id}/apps/{app_id}/keys/{key_id}", apps::get_key)
-        .delete("/projects/{project_id}/apps/{app_id}/keys/{key_id}", apps::remove_key)
+        .post("/projects/{project_id}/apps/{app_id}/keys", app_keys::add_key)
+        .post("/projects/{project_id}/apps/{app_id}/keys/_search", app_keys::list_keys)
+        .get("/projects/{project_id}/apps/{app_id}/keys/{key_id}", app_keys::get_key)
+        .delete("/projects/{project_id}/apps/{app_id}/keys/{key_id}", app_keys::remove_key)
 }
 
 /// Their description: every handler of [`api`] is listed here.
@@ -166,9 +167,9 @@ pub fn api() -> Table {
     apps::generate_oidc_secret,
     apps::update_api_config,
     apps::generate_api_secret,
-    apps::add_key,
-    apps::list_keys,
-    apps::get_key,
-    apps::remove_key,
+    app_keys::add_key,
+    app_keys::list_keys,
+    app_keys::get_key,
+    app_keys::remove_key,
 ))]
 pub struct Doc;

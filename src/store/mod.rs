@@ -7,6 +7,7 @@
 pub mod app;
 pub mod auth_request;
 pub mod code;
+pub mod credentials;
 pub mod instance;
 pub mod key;
 pub mod member;

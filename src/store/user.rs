@@ -581,42 +581,6 @@ pub async fn update_machine(
     Ok(r.rows_affected() == 1)
 }
 
-/// Counts a wrong password; locks the user when `max_attempts` (> 0) is reached. Returns true
-/// when the user is now locked.
-pub async fn password_failed(c: &mut Conn, user_id: &str, max_attempts: i64, now: i64) -> Result<bool> {
-    let row: Option<(i64,)> = sqlx::query_as(
-        "UPDATE account SET failed_password_attempts = failed_password_attempts + 1, \
-         state = CASE WHEN $1 > 0 AND failed_password_attempts + 1 >= $1 AND state = 1 THEN 4 ELSE state END, \
-         changed_at = $2 WHERE user_id = $3 RETURNING state",
-    )
-    .bind(max_attempts)
-    .bind(now)
-    .bind(user_id)
-    .fetch_optional(&mut *c)
-    .await?;
-    Ok(row.is_some_and(|(s,)| s == UserState::Locked.number()))
-}
-
-/// Resets the failure counter after a correct password.
-pub async fn password_ok(c: &mut Conn, user_id: &str) -> Result<()> {
-    sqlx::query("UPDATE account SET failed_password_attempts = 0 WHERE user_id = $1 AND failed_password_attempts > 0")
-        .bind(user_id)
-        .execute(&mut *c)
-        .await?;
-    Ok(())
-}
-
-/// Replaces a stored hash (re-hashing an imported format) without touching anything else.
-pub async fn rehash(c: &mut Conn, user_id: &str, old_hash: &str, new_hash: &str) -> Result<bool> {
-    let r = sqlx::query("UPDATE account SET password_hash = $1 WHERE user_id = $2 AND password_hash = $3")
-        .bind(new_hash)
-        .bind(user_id)
-        .bind(old_hash)
-        .execute(&mut *c)
-        .await?;
-    Ok(r.rows_affected() == 1)
-}
-
 pub async fn set_email_verified(c: &mut Conn, user_id: &str, now: i64) -> Result<()> {
     sqlx::query("UPDATE account SET email_verified = 1, changed_at = $1 WHERE user_id = $2")
         .bind(now)
@@ -651,62 +615,6 @@ pub async fn find_by_domain_or_email(c: &mut Conn, login: &str, by_email: bool) 
     };
     let only_one = by_address.len() == 1;
     Ok(by_domain.or_else(|| by_address.pop().filter(|_| only_one)).map(User::from))
-}
-
-/// Stores (or with `None` removes) a user's TOTP secret, already encrypted.
-pub async fn set_otp(c: &mut Conn, user_id: &str, secret: Option<Vec<u8>>, now: i64) -> Result<bool> {
-    let r = sqlx::query(
-        "UPDATE account SET otp_secret = $1, otp_last_step = NULL, failed_otp_attempts = 0, changed_at = $2 \
-         WHERE user_id = $3 AND user_type = 1",
-    )
-    .bind(secret)
-    .bind(now)
-    .bind(user_id)
-    .execute(&mut *c)
-    .await?;
-    Ok(r.rows_affected() == 1)
-}
-
-/// Stores a human's first TOTP secret, already encrypted; false when it has one already.
-pub async fn set_first_otp(c: &mut Conn, user_id: &str, secret: Vec<u8>, now: i64) -> Result<bool> {
-    let r = sqlx::query(
-        "UPDATE account SET otp_secret = $1, otp_last_step = NULL, failed_otp_attempts = 0, changed_at = $2 \
-         WHERE user_id = $3 AND user_type = 1 AND otp_secret IS NULL",
-    )
-    .bind(secret)
-    .bind(now)
-    .bind(user_id)
-    .execute(&mut *c)
-    .await?;
-    Ok(r.rows_affected() == 1)
-}
-
-/// Records a used TOTP step; false when this or a later step was used already (a replay).
-pub async fn otp_used(c: &mut Conn, user_id: &str, step: i64) -> Result<bool> {
-    let r = sqlx::query(
-        "UPDATE account SET otp_last_step = $1, failed_otp_attempts = 0 \
-         WHERE user_id = $2 AND (otp_last_step IS NULL OR otp_last_step < $1)",
-    )
-    .bind(step)
-    .bind(user_id)
-    .execute(&mut *c)
-    .await?;
-    Ok(r.rows_affected() == 1)
-}
-
-/// Counts a wrong TOTP code; locks the user when `max_attempts` (> 0) is reached.
-pub async fn otp_failed(c: &mut Conn, user_id: &str, max_attempts: i64, now: i64) -> Result<bool> {
-    let row: Option<(i64,)> = sqlx::query_as(
-        "UPDATE account SET failed_otp_attempts = failed_otp_attempts + 1, \
-         state = CASE WHEN $1 > 0 AND failed_otp_attempts + 1 >= $1 AND state = 1 THEN 4 ELSE state END, \
-         changed_at = $2 WHERE user_id = $3 RETURNING state",
-    )
-    .bind(max_attempts)
-    .bind(now)
-    .bind(user_id)
-    .fetch_optional(&mut *c)
-    .await?;
-    Ok(row.is_some_and(|(s,)| s == UserState::Locked.number()))
 }
 
 /// An identity-provider link kept from an import.

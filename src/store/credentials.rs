@@ -1,0 +1,88 @@
+//! What a sign-in checks and counts on an account: wrong passwords and second-factor codes
+//! (toward the lockout policy), re-hashed passwords, TOTP secrets and their used steps.
+
+use super::{Conn, Result};
+use crate::domain::enums::UserState;
+
+/// Counts a wrong password; locks the user when `max_attempts` (> 0) is reached. Returns true
+/// when the user is now locked.
+pub async fn password_failed(c: &mut Conn, user_id: &str, max_attempts: i64, now: i64) -> Result<bool> {
+    let row: Option<(i64,)> = sqlx::query_as(
+        "UPDATE account SET failed_password_attempts = failed_password_attempts + 1, \
+         state = CASE WHEN $1 > 0 AND failed_password_attempts + 1 >= $1 AND state = 1 THEN 4 ELSE state END, \
+         changed_at = $2 WHERE user_id = $3 RETURNING state",
+    )
+    .bind(max_attempts)
+    .bind(now)
+    .bind(user_id)
+    .fetch_optional(&mut *c)
+    .await?;
+    Ok(row.is_some_and(|(s,)| s == UserState::Locked.number()))
+}
+
+/// Resets the failure counter after a correct password.
+pub async fn password_ok(c: &mut Conn, user_id: &str) -> Result<()> {
+    sqlx::query("UPDATE account SET failed_password_attempts = 0 WHERE user_id = $1 AND failed_password_attempts > 0")
+        .bind(user_id)
+        .execute(&mut *c)
+        .await?;
+    Ok(())
+}
+
+/// Replaces a stored hash (re-hashing an imported format) without touching anything else.
+pub async fn rehash(c: &mut Conn, user_id: &str, old_hash: &str, new_hash: &str) -> Result<bool> {
+    let r = sqlx::query("UPDATE account SET password_hash = $1 WHERE user_id = $2 AND password_hash = $3")
+        .bind(new_hash)
+        .bind(user_id)
+        .bind(old_hash)
+        .execute(&mut *c)
+        .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Stores (or with `None` removes) a user's TOTP secret, already encrypted.
+pub async fn set_otp(c: &mut Conn, user_id: &str, secret: Option<Vec<u8>>, now: i64) -> Result<bool> {
+    store_otp(c, user_id, secret, now, "").await
+}
+
+/// Stores a human's first TOTP secret, already encrypted; false when it has one already.
+pub async fn set_first_otp(c: &mut Conn, user_id: &str, secret: Vec<u8>, now: i64) -> Result<bool> {
+    store_otp(c, user_id, Some(secret), now, " AND otp_secret IS NULL").await
+}
+
+async fn store_otp(c: &mut Conn, user_id: &str, secret: Option<Vec<u8>>, now: i64, unless: &str) -> Result<bool> {
+    let sql = format!(
+        "UPDATE account SET otp_secret = $1, otp_last_step = NULL, failed_otp_attempts = 0, changed_at = $2 \
+         WHERE user_id = $3 AND user_type = 1{unless}"
+    );
+    let r = sqlx::query(&sql).bind(secret).bind(now).bind(user_id).execute(&mut *c).await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Records a used TOTP step; false when this or a later step was used already (a replay).
+pub async fn otp_used(c: &mut Conn, user_id: &str, step: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE account SET otp_last_step = $1, failed_otp_attempts = 0 \
+         WHERE user_id = $2 AND (otp_last_step IS NULL OR otp_last_step < $1)",
+    )
+    .bind(step)
+    .bind(user_id)
+    .execute(&mut *c)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Counts a wrong TOTP code; locks the user when `max_attempts` (> 0) is reached.
+pub async fn otp_failed(c: &mut Conn, user_id: &str, max_attempts: i64, now: i64) -> Result<bool> {
+    let row: Option<(i64,)> = sqlx::query_as(
+        "UPDATE account SET failed_otp_attempts = failed_otp_attempts + 1, \
+         state = CASE WHEN $1 > 0 AND failed_otp_attempts + 1 >= $1 AND state = 1 THEN 4 ELSE state END, \
+         changed_at = $2 WHERE user_id = $3 RETURNING state",
+    )
+    .bind(max_attempts)
+    .bind(now)
+    .bind(user_id)
+    .fetch_optional(&mut *c)
+    .await?;
+    Ok(row.is_some_and(|(s,)| s == UserState::Locked.number()))
+}
