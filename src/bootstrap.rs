@@ -114,6 +114,7 @@ pub async fn run(state: &AppState) -> Result<Option<FirstStart>, BootstrapError>
             changed_at: now,
             tokens_valid_from: now,
             org_domain: String::new(),
+            org_active: true,
             kind: Kind::Human(Human {
                 first_name: "Latch".into(),
                 last_name: "Administrator".into(),
@@ -142,6 +143,7 @@ pub async fn run(state: &AppState) -> Result<Option<FirstStart>, BootstrapError>
             changed_at: now,
             tokens_valid_from: now,
             org_domain: String::new(),
+            org_active: true,
             kind: Kind::Machine(Machine {
                 name: "Latch administrator (service account)".into(),
                 description: "Created at the first start for scripts and automation".into(),

@@ -17,6 +17,7 @@ pub enum Permission {
     // Organization scope.
     OrgRead,
     OrgWrite,
+    OrgDelete,
     OrgMemberRead,
     OrgMemberWrite,
     PolicyRead,

@@ -410,10 +410,11 @@ pub async fn show(
     }
 }
 
-/// Why user `u` may not sign in now (locked, inactive, ...), or None when they may.
+/// Why user `u` may not sign in now (locked, inactive, its organization deactivated, ...), or
+/// None when they may.
 pub fn not_signing_in(t: &'static Texts, u: &User) -> Option<&'static str> {
     match u.state {
-        UserState::Active | UserState::Initial => None,
+        UserState::Active | UserState::Initial if u.org_active => None,
         UserState::Locked => Some(t.err_locked),
         _ => Some(t.err_inactive),
     }

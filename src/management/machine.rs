@@ -116,6 +116,7 @@ pub async fn insert_machine(
             tokens_valid_from: now,
             kind: Kind::Machine(m),
             org_domain: String::new(),
+            org_active: true,
         },
     )
     .await?;

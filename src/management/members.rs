@@ -143,9 +143,22 @@ pub async fn keep_an_owner(tx: &mut Conn, user_id: &str, keeps_ownership: bool) 
         return Ok(());
     }
     let owners = member::iam_owners_locked(tx).await?;
-    if owners.len() == 1 && owners[0] == user_id {
+    if owners.len() == 1 && owners[0].0 == user_id {
         return Err(ApiError::precondition(
             "the instance's last IAM_OWNER cannot be removed; make another owner first",
+        )
+        .with_id("MEMBER-LastOwner"));
+    }
+    Ok(())
+}
+
+/// Refuses deactivating or removing organization `org_id` when every owner of the instance who
+/// can act is one of its users (see [`keep_an_owner`]).
+pub async fn keep_an_owner_outside(tx: &mut Conn, org_id: &str) -> ApiResult<()> {
+    let owners = member::iam_owners_locked(tx).await?;
+    if !owners.is_empty() && owners.iter().all(|(_, o)| o == org_id) {
+        return Err(ApiError::precondition(
+            "the instance's last IAM_OWNER is a user of this organization; make an owner elsewhere first",
         )
         .with_id("MEMBER-LastOwner"));
     }

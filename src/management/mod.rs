@@ -8,6 +8,7 @@ pub mod grants;
 pub mod import;
 pub mod machine;
 pub mod members;
+pub mod org_lifecycle;
 pub mod orgs;
 pub mod projects;
 pub mod roles;
@@ -23,6 +24,9 @@ pub fn api() -> Table {
         .post("/orgs", orgs::add_org)
         .get("/orgs/me", orgs::get_my_org)
         .put("/orgs/me", orgs::update_org)
+        .delete("/orgs/me", org_lifecycle::remove_org)
+        .post("/orgs/me/_deactivate", org_lifecycle::deactivate_org)
+        .post("/orgs/me/_reactivate", org_lifecycle::reactivate_org)
         .post("/orgs/me/domains", orgs::add_domain)
         .post("/orgs/me/domains/_search", orgs::list_domains)
         .delete("/orgs/me/domains/{domain}", orgs::remove_domain)
@@ -101,6 +105,9 @@ pub fn api() -> Table {
     orgs::add_org,
     orgs::get_my_org,
     orgs::update_org,
+    org_lifecycle::remove_org,
+    org_lifecycle::deactivate_org,
+    org_lifecycle::reactivate_org,
     orgs::add_domain,
     orgs::list_domains,
     orgs::remove_domain,

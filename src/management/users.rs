@@ -243,6 +243,7 @@ pub async fn insert_human(
             tokens_valid_from: now,
             kind: Kind::Human(human),
             org_domain: String::new(),
+            org_active: true,
         },
     )
     .await

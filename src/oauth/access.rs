@@ -6,7 +6,6 @@
 use super::issue::AccessClaims;
 use crate::app::AppState;
 use crate::crypto::secret;
-use crate::domain::enums::UserState;
 use crate::store::user::User;
 use crate::store::{Result, Source, key, revocation, user};
 
@@ -91,7 +90,7 @@ pub async fn resolve(state: &AppState, c: &mut impl Source, token: &str) -> Resu
     // Tokens issued before the user's cut-off (a lock, a deactivation, a password set by an
     // administrator, or an earlier account with the same id) count no more; a personal access
     // token is a credential, not an issued token, and is removed by deleting it.
-    if revoked || u.state != UserState::Active || (!is_pat && claims.iat < u.tokens_valid_from) {
+    if revoked || !u.is_active() || (!is_pat && claims.iat < u.tokens_valid_from) {
         return Ok(None);
     }
     Ok(Some(Access { claims, user: u, is_pat }))

@@ -160,24 +160,27 @@ pub async fn held(c: &mut Conn, user_id: &str) -> Result<Held> {
     Ok(Held { iam: kinds.iter().any(|k| k == "iam"), other: kinds.iter().any(|k| k != "iam") })
 }
 
-/// The instance's owners who can act (members holding `IAM_OWNER` whose account is active: a
-/// locked or deactivated owner cannot sign in or use its tokens). On PostgreSQL the instance's
-/// member rows stay locked until the transaction ends (SQLite's write transaction holds the
-/// whole database), so that two changes at once cannot each leave the other's owner as the last.
-pub async fn iam_owners_locked(c: &mut Conn) -> Result<Vec<String>> {
+/// The instance's owners who can act, with their organizations (members holding `IAM_OWNER`
+/// whose account is active in an organization that is not deactivated: a locked or deactivated
+/// owner cannot sign in or use its tokens). On PostgreSQL the instance's member rows stay locked
+/// until the transaction ends (SQLite's write transaction holds the whole database), so that two
+/// changes at once cannot each leave the other's owner as the last.
+pub async fn iam_owners_locked(c: &mut Conn) -> Result<Vec<(String, String)>> {
     let lock = if c.backend_name() == "PostgreSQL" { " FOR UPDATE OF m" } else { "" };
-    let rows: Vec<(String, String)> = sqlx::query_as(&format!(
-        "SELECT m.user_id, m.roles FROM member m JOIN account a ON a.user_id = m.user_id \
-         WHERE m.member_kind = 'iam' AND m.scope_id = '' AND a.state = $1{lock}"
+    let rows: Vec<(String, String, String)> = sqlx::query_as(&format!(
+        "SELECT m.user_id, a.org_id, m.roles FROM member m JOIN account a ON a.user_id = m.user_id \
+         JOIN org o ON o.org_id = a.org_id \
+         WHERE m.member_kind = 'iam' AND m.scope_id = '' AND a.state = $1 AND o.state <> $2{lock}"
     ))
     .bind(crate::domain::enums::UserState::Active.number())
+    .bind(crate::domain::enums::OrgState::Inactive.number())
     .fetch_all(&mut *c)
     .await?;
     let mut owners = Vec::new();
-    for (user_id, roles) in rows {
+    for (user_id, org_id, roles) in rows {
         let roles: Vec<String> = from_json("member.roles", &roles)?;
         if roles.iter().any(|r| r == "IAM_OWNER") {
-            owners.push(user_id);
+            owners.push((user_id, org_id));
         }
     }
     Ok(owners)

@@ -231,3 +231,35 @@ pub async fn set_state(c: &mut Conn, org_id: &str, state: OrgState, now: i64) ->
         .await?;
     Ok(())
 }
+
+/// Moves organization `org_id` from state `from` to `to`; false when it was not in `from`.
+pub async fn change_state(c: &mut Conn, org_id: &str, from: OrgState, to: OrgState, now: i64) -> Result<bool> {
+    let r = sqlx::query("UPDATE org SET state = $1, changed_at = $2 WHERE org_id = $3 AND state = $4")
+        .bind(to.number())
+        .bind(now)
+        .bind(org_id)
+        .bind(from.number())
+        .execute(&mut *c)
+        .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Deletes organization `org_id` with all it holds: its domains, users (with their keys, tokens,
+/// sessions, grants and memberships), projects (with their roles, applications and the grants on
+/// them), its settings, and the memberships others hold in it and in its projects.
+pub async fn delete(c: &mut Conn, org_id: &str) -> Result<bool> {
+    // The instance's settings have the empty owner.
+    if org_id.is_empty() {
+        return Ok(false);
+    }
+    sqlx::query(
+        "DELETE FROM member WHERE (member_kind = 'org' AND scope_id = $1) OR (member_kind = 'project' \
+         AND scope_id IN (SELECT project_id FROM project WHERE org_id = $1))",
+    )
+    .bind(org_id)
+    .execute(&mut *c)
+    .await?;
+    sqlx::query("DELETE FROM setting WHERE owner_id = $1").bind(org_id).execute(&mut *c).await?;
+    let r = sqlx::query("DELETE FROM org WHERE org_id = $1").bind(org_id).execute(&mut *c).await?;
+    Ok(r.rows_affected() == 1)
+}

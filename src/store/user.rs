@@ -4,7 +4,7 @@ use sqlx::FromRow;
 
 use super::query::{Builder, Page};
 use super::{Conn, Result, flag, fold};
-use crate::domain::enums::{AccessTokenType, Gender, TextQueryMethod, UserFieldName, UserState, UserType};
+use crate::domain::enums::{AccessTokenType, Gender, OrgState, TextQueryMethod, UserFieldName, UserState, UserType};
 
 #[derive(Debug, Clone, Default)]
 pub struct Human {
@@ -59,9 +59,18 @@ pub struct User {
     pub kind: Kind,
     /// The primary domain of the user's organization (read-only, joined).
     pub org_domain: String,
+    /// The user's organization is not deactivated (read-only, joined).
+    pub org_active: bool,
 }
 
 impl User {
+    /// May sign in and hold tokens: the user is active and so is its organization. (A user in
+    /// state Initial, without a password yet, may finish signing in by setting one: see
+    /// `login::flow::not_signing_in`.)
+    pub fn is_active(&self) -> bool {
+        self.state == UserState::Active && self.org_active
+    }
+
     pub fn user_type(&self) -> UserType {
         match self.kind {
             Kind::Human(_) => UserType::Human,
@@ -125,6 +134,7 @@ struct Row {
     access_token_type: i64,
     secret_digest: Option<Vec<u8>>,
     org_domain: Option<String>,
+    org_state: Option<i64>,
 }
 
 impl From<Row> for User {
@@ -167,6 +177,7 @@ impl From<Row> for User {
             tokens_valid_from: r.tokens_valid_from,
             kind,
             org_domain: r.org_domain.unwrap_or_default(),
+            org_active: r.org_state != Some(OrgState::Inactive.number()),
         }
     }
 }
@@ -180,13 +191,13 @@ macro_rules! user_columns {
              a.email_verified, a.phone, a.phone_verified, a.password_hash, a.password_change_required, \
              a.password_changed_at, a.failed_password_attempts, a.otp_secret, a.otp_last_step, a.failed_otp_attempts, \
              a.machine_name, a.description, \
-             a.access_token_type, a.secret_digest, d.domain AS org_domain"
+             a.access_token_type, a.secret_digest, d.domain AS org_domain, o.state AS org_state"
     };
 }
-/// Joined to `account a`: its organization's primary domain.
+/// Joined to `account a`: its organization's primary domain and the organization's state.
 macro_rules! user_domain_join {
     () => {
-        "LEFT JOIN org_domain d ON d.org_id = a.org_id AND d.is_primary = 1"
+        "LEFT JOIN org_domain d ON d.org_id = a.org_id AND d.is_primary = 1 LEFT JOIN org o ON o.org_id = a.org_id"
     };
 }
 pub(super) use {user_columns, user_domain_join};
@@ -414,6 +425,16 @@ pub async fn cut_off_tokens(c: &mut Conn, user_id: &str, now: i64) -> Result<()>
     sqlx::query("UPDATE account SET tokens_valid_from = $1 WHERE user_id = $2")
         .bind(now)
         .bind(user_id)
+        .execute(&mut *c)
+        .await?;
+    Ok(())
+}
+
+/// [`cut_off_tokens`] for every user of organization `org_id`.
+pub async fn cut_off_org_tokens(c: &mut Conn, org_id: &str, now: i64) -> Result<()> {
+    sqlx::query("UPDATE account SET tokens_valid_from = $1 WHERE org_id = $2")
+        .bind(now)
+        .bind(org_id)
         .execute(&mut *c)
         .await?;
     Ok(())

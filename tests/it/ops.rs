@@ -112,6 +112,6 @@ on_both!(unknown_routes_and_methods, |srv| {
     assert_eq!(r.err(404, 5), "Not Found");
     let r = srv.call_as(None, None, "GET", "/no/such/path", json!(null)).await;
     r.err(404, 5);
-    let r = srv.call_as(Some(&srv.pat), None, "DELETE", "/management/v1/orgs/me", json!(null)).await;
+    let r = srv.call_as(Some(&srv.pat), None, "PUT", "/management/v1/orgs/me/domains", json!({})).await;
     r.err(405, 12);
 });

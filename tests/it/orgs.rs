@@ -209,3 +209,142 @@ on_both!(a_new_organizations_domain_is_in_nobodys_user_name, |srv| {
     assert!(msg.contains("user names in this domain"), "{msg}");
     assert_eq!(srv.post("/admin/v1/orgs/_search", json!({})).await.ok()["details"]["totalResult"], "2");
 });
+
+on_both!(deactivated_and_removed_organizations, |srv| {
+    use crate::authorize::code_query;
+    use crate::browser::{Browser, oidc_app, param, pkce};
+    use crate::token::{exchange_code, token};
+    // An application of the default organization; alice and a machine user in Initech.
+    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    let r = srv.post("/management/v1/orgs", json!({"name": "Initech"})).await;
+    let initech = r.ok()["id"].as_str().unwrap().to_string();
+    let on = |m: &'static str, p: String, b: serde_json::Value| {
+        let org = initech.clone();
+        async move { srv.call_as(Some(&srv.pat), Some(&org), m, &p, b).await }
+    };
+    let r = on(
+        "POST",
+        "/management/v1/users/human".into(),
+        json!({"userName": "alice", "profile": {"firstName": "Alice", "lastName": "A"},
+               "email": {"email": "alice@initech.example", "isEmailVerified": true}}),
+    )
+    .await;
+    let alice = r.ok()["userId"].as_str().unwrap().to_string();
+    on(
+        "POST",
+        format!("/management/v1/users/{alice}/password"),
+        json!({"password": "Wonder-land1", "noChangeRequired": true}),
+    )
+    .await
+    .ok();
+    let r = on("POST", "/management/v1/users/machine".into(), json!({"userName": "printer", "name": "Printer"})).await;
+    let printer = r.ok()["userId"].as_str().unwrap().to_string();
+    let s = on("PUT", format!("/management/v1/users/{printer}/secret"), json!({})).await;
+    let printer_secret = s.ok()["clientSecret"].as_str().unwrap().to_string();
+    let cc = || token(srv, Some(("printer", &printer_secret)), &[("grant_type", "client_credentials")]);
+    let machine_token = cc().await.ok()["access_token"].as_str().unwrap().to_string();
+
+    // Alice signs in (a session in browser b, tokens with a refresh token).
+    let b = Browser::new(srv);
+    let (verifier, challenge) = pkce();
+    let mut q = code_query(&client_id, &challenge);
+    q[3] = ("scope", "openid offline_access");
+    let (id, page) = b.authorize(&q).await;
+    let done = b.sign_in(&id.unwrap(), &page, "alice", "Wonder-land1").await;
+    let code = param(&done.redirect_params(), "code").unwrap().to_string();
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await.ok().clone();
+    let userinfo = |at: String| async move {
+        reqwest::Client::new().get(srv.url("/oidc/v1/userinfo")).bearer_auth(at).send().await.unwrap().status()
+    };
+    assert_eq!(userinfo(t["access_token"].as_str().unwrap().to_string()).await, 200);
+    // Without openid, the machine's token is valid but not for userinfo.
+    assert_eq!(userinfo(machine_token.clone()).await, 403);
+    // Cut-offs count whole seconds: what was issued is a second older than the deactivation.
+    srv.clock.advance(1);
+
+    // The default organization is neither deactivated nor removed.
+    srv.post("/management/v1/orgs/me/_deactivate", json!({})).await.err(400, 9);
+    srv.delete("/management/v1/orgs/me").await.err(400, 9);
+    // Reactivating an active organization is a failed precondition.
+    on("POST", "/management/v1/orgs/me/_reactivate".into(), json!({})).await.err(400, 9);
+    on("POST", "/management/v1/orgs/me/_deactivate".into(), json!({})).await.ok();
+    on("POST", "/management/v1/orgs/me/_deactivate".into(), json!({})).await.err(400, 9);
+    let o = on("GET", "/management/v1/orgs/me".into(), json!(null)).await;
+    assert_eq!(o.ok()["org"]["state"], "ORG_STATE_INACTIVE");
+
+    // Its users' tokens, sessions and refresh tokens end; they cannot sign in or get tokens.
+    assert_eq!(userinfo(t["access_token"].as_str().unwrap().to_string()).await, 401);
+    assert_eq!(userinfo(machine_token.clone()).await, 401);
+    let refresh = [("grant_type", "refresh_token"), ("refresh_token", t["refresh_token"].as_str().unwrap())];
+    token(srv, Some((&client_id, &secret)), &refresh).await.err(400, "invalid_grant");
+    cc().await.err(401, "invalid_client");
+    let mut none = code_query(&client_id, &challenge);
+    none.push(("prompt", "none"));
+    let (_, r) = b.authorize(&none).await;
+    assert_eq!(param(&r.redirect_params(), "error"), Some("login_required"), "{:?}", r.location);
+    let fresh = Browser::new(srv);
+    let (id, page) = fresh.authorize(&code_query(&client_id, &challenge)).await;
+    let refused = fresh.sign_in(&id.unwrap(), &page, "alice", "Wonder-land1").await;
+    assert!(refused.html.contains("This account is deactivated."), "{}", refused.html);
+    assert!(refused.location.is_none());
+    // Whatever the password.
+    let (id, page) = fresh.authorize(&code_query(&client_id, &challenge)).await;
+    let wrong = fresh.sign_in(&id.unwrap(), &page, "alice", "not-her-password").await;
+    assert!(wrong.html.contains("This account is deactivated."), "{}", wrong.html);
+
+    // Reactivated: they sign in and get tokens again; what they held before stays ended.
+    on("POST", "/management/v1/orgs/me/_reactivate".into(), json!({})).await.ok();
+    let (id, page) = fresh.authorize(&code_query(&client_id, &challenge)).await;
+    let done = fresh.sign_in(&id.unwrap(), &page, "alice", "Wonder-land1").await;
+    assert!(param(&done.redirect_params(), "code").is_some(), "{:?} {}", done.location, done.html);
+    token(srv, Some((&client_id, &secret)), &refresh).await.err(400, "invalid_grant");
+    assert_eq!(userinfo(t["access_token"].as_str().unwrap().to_string()).await, 401);
+    assert_eq!(userinfo(machine_token).await, 401);
+    cc().await.ok();
+
+    // The instance's last owner who can act is a user of Initech: neither call is allowed.
+    let (boss, boss_pat) = srv.machine_with_roles(Some(&initech), "boss", &[]).await;
+    srv.post("/admin/v1/members", json!({"userId": boss, "roles": ["IAM_OWNER"]})).await.ok();
+    let owners = srv.post("/admin/v1/members/_search", json!({})).await;
+    let others: Vec<String> = owners.ok()["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["userId"].as_str().unwrap().to_string())
+        .filter(|id| *id != boss)
+        .collect();
+    let as_boss = |m: &'static str, p: &'static str| srv.call_as(Some(&boss_pat), Some(&initech), m, p, json!({}));
+    for id in &others {
+        srv.call_as(Some(&boss_pat), None, "DELETE", &format!("/admin/v1/members/{id}"), json!(null)).await.ok();
+    }
+    as_boss("POST", "/management/v1/orgs/me/_deactivate").await.err(400, 9);
+    as_boss("DELETE", "/management/v1/orgs/me").await.err(400, 9);
+    for id in &others {
+        srv.call_as(Some(&boss_pat), None, "POST", "/admin/v1/members", json!({"userId": id, "roles": ["IAM_OWNER"]}))
+            .await
+            .ok();
+    }
+
+    // Removed: its users, projects and the memberships others held in it are gone.
+    let r = on("POST", "/management/v1/projects".into(), json!({"name": "Staplers"})).await;
+    let staplers = r.ok()["id"].as_str().unwrap().to_string();
+    let orgs_before = srv.count("org").await;
+    on("DELETE", "/management/v1/orgs/me".into(), json!(null)).await.ok();
+    assert_eq!(srv.count("org").await, orgs_before - 1);
+    let mut c = srv.state.db.conn().await.unwrap();
+    for id in [&alice, &printer, &boss] {
+        assert!(latch::store::user::get(&mut c, id).await.unwrap().is_none());
+    }
+    assert!(latch::store::project::get(&mut c, &staplers).await.unwrap().is_none());
+    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM member WHERE scope_id = $1")
+        .bind(&initech)
+        .fetch_one(&mut *c)
+        .await
+        .unwrap();
+    assert_eq!(n, 0, "the memberships held in the organization");
+    drop(c);
+    srv.get(&format!("/admin/v1/orgs/{initech}")).await.err(404, 5);
+    // The name is free again.
+    srv.post("/management/v1/orgs", json!({"name": "Initech"})).await.ok();
+});

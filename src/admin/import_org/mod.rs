@@ -691,6 +691,7 @@ async fn check_users(
             tokens_valid_from: now,
             kind: Kind::Human(p.human),
             org_domain: String::new(),
+            org_active: true,
         });
         ok.human_user_ids.push(id.to_string());
     }
@@ -779,6 +780,7 @@ fn check_machines(
                 secret_digest,
             }),
             org_domain: String::new(),
+            org_active: true,
         });
         ok.machine_user_ids.push(id.to_string());
     }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use self::request::{AuthParams, PageError, Prompt, Rejection, ResponseType};
 use crate::app::AppState;
 use crate::crypto::secret;
-use crate::domain::enums::{OidcTokenType, UserState};
+use crate::domain::enums::OidcTokenType;
 use crate::login::cookie::{self, Browser};
 use crate::login::flow::{Progress, Start};
 use crate::login::i18n::{self, Texts};
@@ -106,7 +106,7 @@ pub async fn browser_sessions(c: &mut Conn, browser: &Browser, now: i64) -> crat
     let mut out = Vec::new();
     for s in session::of_browser(c, &browser.key, now).await? {
         if let Some(u) = user::get(c, &s.user_id).await?
-            && u.state == UserState::Active
+            && u.is_active()
             && s.auth_time >= u.tokens_valid_from
         {
             out.push((s, u));
@@ -185,7 +185,7 @@ async fn decide(
     }
     // The user a hint names: the person signs in as them without typing the login name.
     let hinted_user = match (&params.hint_sub, pick) {
-        (Some(sub), _) => user::get(c, sub).await?.filter(|u| u.state == UserState::Active),
+        (Some(sub), _) => user::get(c, sub).await?.filter(|u| u.is_active()),
         (None, Some((_, u))) if params.login_hint.is_some() => Some(u.clone()),
         _ => None,
     };

@@ -7,7 +7,7 @@ use axum::http::HeaderMap;
 use super::TokenResponse;
 use crate::app::AppState;
 use crate::crypto::secret;
-use crate::domain::enums::{AccessTokenType, UserState};
+use crate::domain::enums::AccessTokenType;
 use crate::oauth::authorize::subject;
 use crate::oauth::client_auth::{self, Method};
 use crate::oauth::error::{OAuthError, OAuthResult};
@@ -35,7 +35,7 @@ pub async fn authenticated_machine(
         return Ok(None);
     }
     let u = state.cache.user_by_name(c, &p.client_id).await?.filter(|u| u.machine().is_some());
-    Ok(u.filter(|u| machine_secret_matches(u, p.secret()) && u.state == UserState::Active))
+    Ok(u.filter(|u| machine_secret_matches(u, p.secret()) && u.is_active()))
 }
 
 pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthResult<TokenResponse> {
@@ -60,7 +60,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         let _ = secret::matches(&[0u8; 32], "");
         return Err(p.fail("client authentication failed"));
     };
-    if !machine_secret_matches(&u, p.secret()) || u.state != UserState::Active {
+    if !machine_secret_matches(&u, p.secret()) || !u.is_active() {
         return Err(p.fail("client authentication failed"));
     }
     let m = u.machine().cloned().unwrap_or_default();

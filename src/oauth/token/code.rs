@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use super::{RefreshPlan, TokenResponse, assertion_audiences, issue_tokens, revoke_grant};
 use crate::app::AppState;
 use crate::crypto::secret;
-use crate::domain::enums::{OidcGrantType, UserState};
+use crate::domain::enums::OidcGrantType;
 use crate::oauth::authorize::{CodeData, shape, subject};
 use crate::oauth::client_auth::{self, Method};
 use crate::oauth::error::{OAuthError, OAuthResult};
@@ -92,7 +92,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         (None, Some(_)) => return Err(OAuthError::invalid_grant("a code_verifier was sent but no code_challenge was")),
         (None, None) => {}
     }
-    let u = state.cache.user(&mut c, &data.user_id).await?.filter(|u| u.state == UserState::Active);
+    let u = state.cache.user(&mut c, &data.user_id).await?.filter(|u| u.is_active());
     let u = u.ok_or_else(|| OAuthError::invalid_grant("the user is not active"))?;
     if data.auth_time < u.tokens_valid_from {
         return Err(OAuthError::invalid_grant("the sign-in of this code was ended"));

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{RefreshPlan, TokenResponse, assertion_audiences, issue_tokens};
 use crate::app::AppState;
-use crate::domain::enums::{OidcGrantType, UserState};
+use crate::domain::enums::OidcGrantType;
 use crate::domain::roles::{IAM_IMPERSONATOR, ORG_IMPERSONATOR};
 use crate::domain::settings::{Features, SecurityPolicy};
 use crate::oauth::access;
@@ -85,7 +85,7 @@ fn audience_of(v: &Value) -> Vec<String> {
 async fn active_user(c: &mut Conn, id: &str) -> OAuthResult<User> {
     user::get(c, id)
         .await?
-        .filter(|u| u.state == UserState::Active)
+        .filter(|u| u.is_active())
         .ok_or_else(|| OAuthError::invalid_grant("the token's user is not active"))
 }
 
@@ -151,7 +151,7 @@ async fn read_token(state: &AppState, c: &mut Conn, token: &str, kind: &str, rol
             // access tokens do not.
             let keys: Vec<String> = claims.sid.iter().map(|sid| revocation::session_key(sid)).collect();
             let user = match user::get_checking_revocation(c, &claims.sub, &keys).await? {
-                Some((u, false)) if u.state == UserState::Active && claims.iat >= u.tokens_valid_from => u,
+                Some((u, false)) if u.is_active() && claims.iat >= u.tokens_valid_from => u,
                 Some((u, revoked)) if revoked || claims.iat < u.tokens_valid_from => {
                     return Err(OAuthError::invalid_grant(format!("the {role} token's session has ended")));
                 }

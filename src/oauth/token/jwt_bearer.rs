@@ -4,7 +4,7 @@
 
 use super::{TokenResponse, assertion_audiences};
 use crate::app::AppState;
-use crate::domain::enums::{AccessTokenType, UserState};
+use crate::domain::enums::AccessTokenType;
 use crate::oauth::assertion;
 use crate::oauth::authorize::subject;
 use crate::oauth::error::{OAuthError, OAuthResult};
@@ -26,7 +26,7 @@ pub async fn grant(state: &AppState, form: &Form) -> OAuthResult<TokenResponse> 
     let mut c = state.db.lazy();
     let found = state.cache.user_with_key(&mut c, &user_id, &key_id).await?;
     let (u, key) = found
-        .filter(|(u, _)| u.state == UserState::Active && u.machine().is_some())
+        .filter(|(u, _)| u.is_active() && u.machine().is_some())
         .ok_or_else(|| OAuthError::invalid_grant("the assertion's issuer is not an active machine user"))?;
     let auds = assertion_audiences(state);
     let claims =

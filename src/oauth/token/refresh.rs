@@ -6,7 +6,7 @@ use axum::http::HeaderMap;
 use super::{RefreshData, RefreshPlan, TokenResponse, assertion_audiences, issue_tokens, revoke_grant};
 use crate::app::AppState;
 use crate::crypto::secret;
-use crate::domain::enums::{OidcGrantType, UserState};
+use crate::domain::enums::OidcGrantType;
 use crate::oauth::authorize::{shape, subject};
 use crate::oauth::client_auth::{self, Method};
 use crate::oauth::error::{OAuthError, OAuthResult};
@@ -90,7 +90,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         Some(r) => r,
         None => original.clone(),
     };
-    if u.state != UserState::Active {
+    if !u.is_active() {
         return Err(OAuthError::invalid_grant("the user is not active"));
     }
     if data.granted_at.or(data.auth_time).unwrap_or(row.created_at) < u.tokens_valid_from {
