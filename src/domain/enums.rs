@@ -105,6 +105,14 @@ proto_enum! {
 }
 
 proto_enum! {
+    /// How SendHumanResetPasswordNotification sends its code.
+    pub enum NotificationType {
+        Email = 0 => "TYPE_EMAIL",
+        Sms = 1 => "TYPE_SMS",
+    }
+}
+
+proto_enum! {
     pub enum UserType {
         Unspecified = 0 => "TYPE_UNSPECIFIED",
         Human = 1 => "TYPE_HUMAN",

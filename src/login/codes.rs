@@ -1,5 +1,6 @@
-//! One-time codes sent by e-mail: address verification and initial passwords. Eight characters
-//! from an alphabet without look-alikes, stored by digest, five wrong guesses at most.
+//! One-time codes sent by e-mail: address verification, initial passwords and password resets.
+//! Eight characters from an alphabet without look-alikes, stored by digest, five wrong guesses at
+//! most.
 
 use super::i18n::Texts;
 use crate::app::AppState;
@@ -10,6 +11,8 @@ use crate::store::{Conn, StoreError};
 
 pub const VERIFY: &str = "verify_email";
 pub const INIT: &str = "init_password";
+/// A new password for a user who has one (forgotten): the same page as [`INIT`] sets it.
+pub const RESET: &str = "reset_password";
 const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 
 fn new_code() -> String {
@@ -47,10 +50,10 @@ async fn send_unless(
     let Some(h) = u.human() else { return Ok(()) };
     let code = new_code();
     let now = state.clock.now();
-    let (life, subject, body) = if purpose == INIT {
-        (72 * 3600, t.mail_init_subject, t.mail_init_body)
-    } else {
-        (3600, t.mail_verify_subject, t.mail_verify_body)
+    let (life, subject, body) = match purpose {
+        INIT => (72 * 3600, t.mail_init_subject, t.mail_init_body),
+        RESET => (3600, t.mail_reset_subject, t.mail_reset_body),
+        _ => (3600, t.mail_verify_subject, t.mail_verify_body),
     };
     if !user_code::put(c, &u.user_id, purpose, &digest(&code), now, now + life, created_after).await? {
         tracing::info!(user_id = %u.user_id, purpose, "a code was sent less than a minute ago; not sending another");

@@ -226,9 +226,16 @@ impl Flow {
         url::Url::parse(&self.params.redirect_uri).ok().map(|u| pages::form_target(&u))
     }
 
-    /// The flow's user when an initial password may be set for it: a human without one.
-    pub fn passwordless_user(&self) -> Option<&User> {
-        self.user.as_ref().filter(|u| u.human().is_some_and(|h| h.password_hash.is_none()))
+    /// The flow's user when a password may be set for it by e-mailed code, with the code's
+    /// purpose: a human without a password (its initial password) or, when the login policy
+    /// offers password reset (`reset`, `hidePasswordReset` off), a human who has one.
+    pub fn code_user(&self, reset: bool) -> Option<(&User, &'static str)> {
+        let u = self.user.as_ref()?;
+        match u.human()?.password_hash {
+            None => Some((u, super::codes::INIT)),
+            Some(_) if reset => Some((u, super::codes::RESET)),
+            Some(_) => None,
+        }
     }
 
     pub fn app_name(&self) -> &str {
@@ -300,7 +307,15 @@ pub async fn show(
         Step::Password => pages::render(
             t,
             StatusCode::OK,
-            &pages::Password { t, id: &id, csrf: &csrf, error, info, login_name: &login_name },
+            &pages::Password {
+                t,
+                id: &id,
+                csrf: &csrf,
+                error,
+                info,
+                login_name: &login_name,
+                reset: !policy.hide_password_reset,
+            },
             form_action,
         ),
         Step::Select => {

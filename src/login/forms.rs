@@ -108,10 +108,12 @@ async fn check_new_password(
     Ok(if problems.is_empty() { Ok(()) } else { Err(policy_message(t, &problems)) })
 }
 
-/// Sends a new code of `purpose` to the flow's user. An initial-password code goes only to a
-/// human who has no password, and is stored and mailed in a task of its own, after the answer:
-/// the step is shown for any login name (see `Progress::init_requested`), and waiting for the
-/// store and the mail server only for some of them would tell which by the time it takes.
+/// Sends a new code of `purpose` to the flow's user. The code of the password step ([`INIT`]:
+/// an initial password for a human who has none or, when the login policy offers reset, a new
+/// one for a human who has one, see [`Flow::code_user`]) is stored and mailed in a task of its
+/// own, after the answer: the step is shown for any login name (see `Progress::init_requested`),
+/// and waiting for the store and the mail server only for some of them would tell which by the
+/// time it takes.
 pub async fn send_code(state: &AppState, c: &mut Conn, f: &Flow, purpose: &str) -> Result<(), StoreError> {
     if purpose != INIT {
         return match &f.user {
@@ -119,15 +121,16 @@ pub async fn send_code(state: &AppState, c: &mut Conn, f: &Flow, purpose: &str) 
             None => Ok(()),
         };
     }
-    if let Some(u) = f.passwordless_user().cloned() {
-        let (state, t) = (state.clone(), f.t);
+    let reset = !state.cache.login_policy(c).await?.hide_password_reset;
+    if let Some((u, purpose)) = f.code_user(reset) {
+        let (state, t, u) = (state.clone(), f.t, u.clone());
         tokio::spawn(async move {
             let sent = match state.db.conn().await {
-                Ok(mut c) => super::codes::send_paced(&state, &mut c, &u, INIT, t).await,
+                Ok(mut c) => super::codes::send_paced(&state, &mut c, &u, purpose, t).await,
                 Err(e) => Err(e),
             };
             if let Err(e) = sent {
-                tracing::error!(error = %e, user_id = %u.user_id, "storing an initial-password code failed");
+                tracing::error!(error = %e, user_id = %u.user_id, purpose, "storing a password code failed");
             }
         });
     }
@@ -680,9 +683,16 @@ pub async fn init_password(
     // user_code::verify; no user holds the empty id), one message for a code that is wrong or
     // gone. Only then the user's organization's password rules and state, which would tell
     // who exists; the code is consumed once the new password is taken.
-    let u = f.passwordless_user().cloned();
+    let reset = match state.cache.login_policy(&mut c).await {
+        Ok(p) => !p.hide_password_reset,
+        Err(e) => return store_fail(t, &headers, e),
+    };
+    let (u, purpose) = match f.code_user(reset) {
+        Some((u, purpose)) => (Some(u.clone()), purpose),
+        None => (None, INIT),
+    };
     let holder = u.as_ref().map_or("", |u| u.user_id.as_str());
-    match super::codes::verify(&state, &mut c, holder, INIT, &form.code).await {
+    match super::codes::verify(&state, &mut c, holder, purpose, &form.code).await {
         Ok(user_code::CodeCheck::Valid) if u.is_some() => {}
         Ok(_) => return show(&state, &mut c, f, &headers, Some(t.err_init_code.to_string()), None).await,
         Err(e) => return store_fail(t, &headers, e),
@@ -696,7 +706,7 @@ pub async fn init_password(
         Ok(Err(msg)) => return show(&state, &mut c, f, &headers, Some(msg), None).await,
         Err(e) => return store_fail(t, &headers, e),
     }
-    match super::codes::consume(&state, &mut c, &u.user_id, INIT, &form.code).await {
+    match super::codes::consume(&state, &mut c, &u.user_id, purpose, &form.code).await {
         Ok(true) => {}
         Ok(false) => return show(&state, &mut c, f, &headers, Some(t.err_init_code.to_string()), None).await,
         Err(e) => return store_fail(t, &headers, e),
@@ -708,11 +718,15 @@ pub async fn init_password(
         }
     };
     let now = state.clock.now();
-    // The code arrived by e-mail, which proves the address.
-    if let Err(e) = user::set_password(&mut c, &u.user_id, &hash, false, now)
+    // The code arrived by e-mail, which proves the address. A reset also ends the sessions and
+    // tokens of whoever knew the old password, as a password set by an administrator does.
+    let mut set = user::set_password(&mut c, &u.user_id, &hash, false, now)
         .await
-        .and(user::set_email_verified(&mut c, &u.user_id, now).await)
-    {
+        .and(user::set_email_verified(&mut c, &u.user_id, now).await);
+    if set.is_ok() && purpose == super::codes::RESET {
+        set = user::cut_off_tokens(&mut c, &u.user_id, now).await;
+    }
+    if let Err(e) = set {
         return store_fail(t, &headers, e);
     }
     f.progress.password_at = Some(now);

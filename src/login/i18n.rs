@@ -65,6 +65,7 @@ pub struct Texts {
     pub err_code_gone: &'static str,
     pub err_init_code: &'static str,
     pub no_password_yet: &'static str,
+    pub forgot_password: &'static str,
     pub err_expired: &'static str,
     pub err_form: &'static str,
     pub err_register_disabled: &'static str,
@@ -96,6 +97,8 @@ pub struct Texts {
     pub mail_verify_body: &'static str,
     pub mail_init_subject: &'static str,
     pub mail_init_body: &'static str,
+    pub mail_reset_subject: &'static str,
+    pub mail_reset_body: &'static str,
 }
 
 pub static EN: Texts = Texts {
@@ -130,7 +133,7 @@ pub static EN: Texts = Texts {
     skip: "Later",
     code_sent: "A new code is on its way.",
     init_password: "Set your password",
-    init_password_text: "If this account has no password yet, we sent a code to its e-mail address. Enter it and choose a password.",
+    init_password_text: "If this account can set its password here, we sent a code to its e-mail address. Enter it and choose a new password.",
     totp: "Two-factor authentication",
     totp_text: "Enter the code your authenticator app shows.",
     totp_enrol: "Set up two-factor authentication",
@@ -159,6 +162,7 @@ pub static EN: Texts = Texts {
     err_code_gone: "The code has expired. Ask for a new one.",
     err_init_code: "The code is wrong or no longer valid. You can ask for a new one.",
     no_password_yet: "No password yet? Get a code by e-mail",
+    forgot_password: "Forgot your password, or have none yet? Get a code by e-mail",
     err_expired: "This sign-in has expired. Go back to the application and start again.",
     err_form: "The form could not be accepted. Reload the page and try again.",
     err_register_disabled: "Registration is not allowed.",
@@ -188,6 +192,8 @@ pub static EN: Texts = Texts {
     mail_verify_body: "Hello {name},\n\nyour verification code is: {code}\n\nIt is valid for one hour. If you did not ask for it, ignore this message.\n",
     mail_init_subject: "Set your password",
     mail_init_body: "Hello {name},\n\nan account was created for you. Sign in with your login name and this code to set your password: {code}\n\nThe code is valid for 72 hours.\n",
+    mail_reset_subject: "Reset your password",
+    mail_reset_body: "Hello {name},\n\nsomeone asked to reset the password of your account. To choose a new one, sign in with your login name, choose \"Forgot your password?\" on the password page and enter this code: {code}\n\nThe code is valid for one hour. A new password ends your other sessions. If you did not ask for this, ignore this message: your password stays as it is.\n",
 };
 
 pub static DE: Texts = Texts {
@@ -222,7 +228,7 @@ pub static DE: Texts = Texts {
     skip: "Später",
     code_sent: "Ein neuer Code ist unterwegs.",
     init_password: "Passwort festlegen",
-    init_password_text: "Wenn dieses Konto noch kein Passwort hat, haben wir einen Code an seine E-Mail-Adresse gesendet. Geben Sie ihn ein und wählen Sie ein Passwort.",
+    init_password_text: "Wenn für dieses Konto hier ein Passwort festgelegt werden kann, haben wir einen Code an seine E-Mail-Adresse gesendet. Geben Sie ihn ein und wählen Sie ein neues Passwort.",
     totp: "Zwei-Faktor-Authentifizierung",
     totp_text: "Geben Sie den Code aus Ihrer Authenticator-App ein.",
     totp_enrol: "Zwei-Faktor-Authentifizierung einrichten",
@@ -251,6 +257,7 @@ pub static DE: Texts = Texts {
     err_code_gone: "Der Code ist abgelaufen. Fordern Sie einen neuen an.",
     err_init_code: "Der Code ist falsch oder nicht mehr gültig. Sie können einen neuen anfordern.",
     no_password_yet: "Noch kein Passwort? Code per E-Mail anfordern",
+    forgot_password: "Passwort vergessen oder noch keines? Code per E-Mail anfordern",
     err_expired: "Diese Anmeldung ist abgelaufen. Kehren Sie zur Anwendung zurück und beginnen Sie neu.",
     err_form: "Das Formular konnte nicht angenommen werden. Laden Sie die Seite neu und versuchen Sie es erneut.",
     err_register_disabled: "Die Registrierung ist nicht erlaubt.",
@@ -280,6 +287,8 @@ pub static DE: Texts = Texts {
     mail_verify_body: "Hallo {name},\n\nIhr Bestätigungscode lautet: {code}\n\nEr ist eine Stunde gültig. Falls Sie ihn nicht angefordert haben, ignorieren Sie diese Nachricht.\n",
     mail_init_subject: "Legen Sie Ihr Passwort fest",
     mail_init_body: "Hallo {name},\n\nfür Sie wurde ein Konto erstellt. Melden Sie sich mit Ihrem Anmeldenamen und diesem Code an, um Ihr Passwort festzulegen: {code}\n\nDer Code ist 72 Stunden gültig.\n",
+    mail_reset_subject: "Setzen Sie Ihr Passwort zurück",
+    mail_reset_body: "Hallo {name},\n\njemand hat angefordert, das Passwort Ihres Kontos zurückzusetzen. Um ein neues zu wählen, melden Sie sich mit Ihrem Anmeldenamen an, wählen Sie auf der Passwortseite \"Passwort vergessen?\" und geben Sie diesen Code ein: {code}\n\nDer Code ist eine Stunde gültig. Ein neues Passwort beendet Ihre anderen Sitzungen. Falls Sie das nicht angefordert haben, ignorieren Sie diese Nachricht: Ihr Passwort bleibt unverändert.\n",
 };
 
 /// The languages latch speaks, in order of preference when nothing matches.

@@ -29,6 +29,8 @@ pub struct Password<'a> {
     pub error: Option<String>,
     pub info: Option<String>,
     pub login_name: &'a str,
+    /// The login policy offers password reset: the code link says "forgot".
+    pub reset: bool,
 }
 
 pub struct Account {

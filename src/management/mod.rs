@@ -50,6 +50,7 @@ pub fn api() -> Table {
         .post("/users/{user_id}/_lock", users::lock)
         .post("/users/{user_id}/_unlock", users::unlock)
         .post("/users/{user_id}/password", users::set_password)
+        .post("/users/{user_id}/password/_reset", user_mail::send_password_reset)
         .get("/users/{user_id}/email", users::get_email)
         .put("/users/{user_id}/email", users::update_email)
         .put("/users/{user_id}/profile", users::update_profile)
@@ -124,6 +125,7 @@ pub fn api() -> Table {
     users::remove,
     users::update_username,
     user_mail::is_unique,
+    user_mail::send_password_reset,
     user_mail::resend_email_verification,
     user_mail::resend_initialization,
     users::deactivate,

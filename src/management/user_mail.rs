@@ -1,5 +1,6 @@
-//! The codes an administrator has mailed to a human again (ResendHumanEmailVerification,
-//! ResendHumanInitialization), and whether a user name or address is free (IsUserUnique).
+//! The codes an administrator has mailed to a human (ResendHumanEmailVerification,
+//! ResendHumanInitialization, SendHumanResetPasswordNotification), and whether a user name or
+//! address is free (IsUserUnique).
 
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
@@ -10,7 +11,7 @@ use crate::api::error::ApiResult;
 use crate::api::types::{Details, DetailsResponse};
 use crate::api::{ApiError, ApiJson, Caller};
 use crate::app::AppState;
-use crate::domain::enums::UserState;
+use crate::domain::enums::{NotificationType, UserState};
 use crate::domain::roles::Permission;
 use crate::domain::validate;
 use crate::login::{codes, i18n};
@@ -119,4 +120,43 @@ pub async fn is_unique(
             || user::find_by_domain_or_email(&mut c, &name, true).await?.is_some());
     let email_taken = !email.is_empty() && user::email_taken(&mut c, &email).await?;
     Ok(Json(IsUniqueResponse { is_unique: !name_taken && !email_taken }))
+}
+
+#[derive(Deserialize, Default, Serialize, utoipa::ToSchema)]
+#[serde(default)]
+pub struct ResetPasswordRequest {
+    #[serde(rename = "type")]
+    kind: NotificationType,
+}
+
+/// SendHumanResetPasswordNotification: a password-reset code by e-mail, which the person enters
+/// on the password page ("Forgot your password?") with a new password, within an hour. Refused
+/// while the login policy hides password reset (`hidePasswordReset`: the page would not take the
+/// code), for a user without a password yet (`_resend_initialization` is for those), and for
+/// `TYPE_SMS` (latch sends no text messages).
+#[utoipa::path(post, path = "/users/{user_id}/password/_reset", request_body = ResetPasswordRequest, responses((status = 200, body = DetailsResponse)))]
+pub async fn send_password_reset(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    ApiJson(req): ApiJson<ResetPasswordRequest>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::UserWrite)?;
+    if req.kind != NotificationType::Email {
+        return Err(ApiError::precondition("latch sends no text messages; use TYPE_EMAIL").with_id("USER-NoSms"));
+    }
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    let u = load_user_to_change(&mut tx, &caller, &user_id).await?;
+    if require_human(&u)?.password_hash.is_none() {
+        return Err(ApiError::precondition("the user has no password yet; send an initialization code instead")
+            .with_id("USER-NotInitialised"));
+    }
+    if state.cache.login_policy(&mut *tx).await?.hide_password_reset {
+        return Err(ApiError::precondition("the login policy hides password reset (hidePasswordReset)")
+            .with_id("USER-PasswordResetHidden"));
+    }
+    send(&state, &mut tx, &u.user_id, codes::RESET).await?;
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
 }

@@ -530,7 +530,8 @@ on_both!(unverified_email_can_be_skipped_and_initial_password_by_code, |srv| {
 
 on_both!(no_password_yet_tells_nothing_about_the_account, |srv| {
     // gina has no password, fred has one, nobody does not exist: each asks for a code on the
-    // password page and gets the same pages; only gina is sent one.
+    // password page and gets the same pages; gina is sent an initial-password code, fred a
+    // password-reset code, nobody nothing.
     srv.post("/management/v1/users/human", json!({"userName": "gina", "profile": {"firstName": "Gina", "lastName": "G"}, "email": {"email": "gina@example.com"}}))
         .await
         .ok();
@@ -575,7 +576,10 @@ on_both!(no_password_yet_tells_nothing_about_the_account, |srv| {
     }
     outbox_code(srv, "gina@example.com").await;
     assert_eq!(srv.outbox_to("gina@example.com").len(), 1);
-    assert_eq!(srv.outbox_to("fred@example.com").len(), 0, "no code for a user who has a password");
+    // fred is sent a password-reset code (the login policy offers reset by default).
+    outbox_code(srv, "fred@example.com").await;
+    assert_eq!(srv.outbox_to("fred@example.com").len(), 1);
+    assert!(srv.outbox_to("fred@example.com")[0].contains("Reset your password"));
     // fred's password still works, and the request is only offered at the password step.
     let b = Browser::new(srv);
     let (id, page) = start(srv, &b, &[]).await;
@@ -916,4 +920,108 @@ on_both!(finishing_a_sign_in_in_the_store_writes_all_or_nothing, |srv| {
     assert!(!session::move_browser(&mut c, "gone", b"m1", b"m2").await.unwrap(), "no such request");
     assert_eq!(browser_of(&mut c, "m-2").await, Some(b"m1".to_vec()));
     assert_eq!(session::of_browser(&mut c, b"m1", t).await.unwrap().len(), 1);
+});
+
+async fn authorize_with(b: &Browser, q: &[(&'static str, String)]) -> (Option<String>, crate::browser::Page) {
+    let q: Vec<(&str, &str)> = q.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    b.authorize(&q).await
+}
+
+on_both!(a_forgotten_password_is_reset_by_code, |srv| {
+    let fred = human(srv, "fred", "Fred-Passw0rd").await;
+    let (client_id, _, _) = oidc_app(srv, json!({})).await;
+    let (_, challenge) = pkce();
+    let query = |prompt: &'static str| {
+        let mut q = vec![
+            ("client_id", client_id.clone()),
+            ("redirect_uri", CB.to_string()),
+            ("response_type", "code".to_string()),
+            ("scope", "openid".to_string()),
+            ("code_challenge", challenge.clone()),
+            ("code_challenge_method", "S256".to_string()),
+        ];
+        if !prompt.is_empty() {
+            q.push(("prompt", prompt.to_string()));
+        }
+        q
+    };
+    // fred is signed in in one browser.
+    let first = Browser::new(srv);
+    let (id, page) = authorize_with(&first, &query("")).await;
+    let done = first.sign_in(&id.unwrap(), &page, "fred", "Fred-Passw0rd").await;
+    assert!(param(&done.redirect_params(), "code").is_some(), "{}", done.html);
+    srv.clock.advance(1);
+
+    // In another, he has forgotten it: a code by e-mail, then a new password.
+    let b = Browser::new(srv);
+    let (id, page) = authorize_with(&b, &query("")).await;
+    let id = id.unwrap();
+    let named = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "fred")]).await;
+    assert!(named.html.contains("Forgot your password"), "{}", named.html);
+    let code_page = b.post(&format!("/ui/login/{id}/init_password/request"), &[("csrf", &named.csrf())]).await;
+    assert!(code_page.html.contains(&format!("action=\"/ui/login/{id}/init_password\"")), "{}", code_page.html);
+    let code = outbox_code(srv, "fred@example.com").await;
+    assert!(srv.outbox_to("fred@example.com")[0].contains("Reset your password"));
+    let set = |code: String, pw: &'static str| {
+        let (b, id, csrf) = (&b, id.clone(), code_page.csrf());
+        async move {
+            b.post(
+                &format!("/ui/login/{id}/init_password"),
+                &[("csrf", &csrf), ("code", &code), ("password", pw), ("password_repeat", pw)],
+            )
+            .await
+        }
+    };
+    let wrong = set("WRONG000".into(), "Fred-Neu-Passw0rd").await;
+    assert!(wrong.html.contains("The code is wrong or no longer valid."), "{}", wrong.html);
+    let weak = set(code.clone(), "short").await;
+    assert_eq!(weak.status, 200, "the password rules apply: {}", weak.html);
+    let done = set(code.clone(), "Fred-Neu-Passw0rd").await;
+    assert!(param(&done.redirect_params(), "code").is_some(), "{:?} {}", done.location, done.html);
+    // The code is spent, the old password no longer works, the new one does.
+    let again = Browser::new(srv);
+    let (id2, page2) = authorize_with(&again, &query("")).await;
+    let old = again.sign_in(&id2.unwrap(), &page2, "fred", "Fred-Passw0rd").await;
+    assert!(old.html.contains("The login name or the password is wrong."), "{}", old.html);
+    let (id2, page2) = authorize_with(&again, &query("")).await;
+    let new = again.sign_in(&id2.unwrap(), &page2, "fred", "Fred-Neu-Passw0rd").await;
+    assert!(param(&new.redirect_params(), "code").is_some(), "{}", new.html);
+    // The reset ended fred's earlier session.
+    let (_, sso) = authorize_with(&first, &query("none")).await;
+    assert_eq!(param(&sso.redirect_params(), "error"), Some("login_required"), "{:?}", sso.location);
+
+    // An administrator may send the code; not by text message, not to a user without a password.
+    let reset_path = format!("/management/v1/users/{fred}/password/_reset");
+    let reset = |body: serde_json::Value| srv.post(&reset_path, body);
+    reset(json!({"type": "TYPE_SMS"})).await.err(400, 9);
+    reset(json!({"type": "TYPE_NOPE"})).await.err(400, 3);
+    let sent = srv.outbox_to("fred@example.com").len();
+    reset(json!({"type": "TYPE_EMAIL"})).await.ok();
+    reset(json!({})).await.ok();
+    assert_eq!(srv.outbox_to("fred@example.com").len(), sent + 2);
+    let r = srv
+        .post("/management/v1/users/human", json!({"userName": "gina", "profile": {"firstName": "Gina", "lastName": "G"}, "email": {"email": "gina@example.com"}}))
+        .await;
+    let gina = r.ok()["userId"].as_str().unwrap().to_string();
+    srv.post(&format!("/management/v1/users/{gina}/password/_reset"), json!({})).await.err(400, 9);
+    let (robot, _) = srv.machine_with_roles(None, "robot", &[]).await;
+    srv.post(&format!("/management/v1/users/{robot}/password/_reset"), json!({})).await.err(400, 9);
+    srv.post("/management/v1/users/404/password/_reset", json!({})).await.err(404, 5);
+
+    // The login policy may hide password reset: the page offers only initial passwords, a
+    // user with a password is sent no code, and the call is refused.
+    srv.put("/admin/v1/policies/login", json!({"hidePasswordReset": true})).await.ok();
+    // Past the pacing of the codes sent above: a code now would be mailed.
+    srv.clock.advance(61);
+    reset(json!({})).await.err(400, 9);
+    let sent = srv.outbox_to("fred@example.com").len();
+    let b = Browser::new(srv);
+    let (id, page) = authorize_with(&b, &query("")).await;
+    let id = id.unwrap();
+    let named = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "fred")]).await;
+    assert!(!named.html.contains("Forgot your password") && named.html.contains("No password yet?"), "{}", named.html);
+    let code_page = b.post(&format!("/ui/login/{id}/init_password/request"), &[("csrf", &named.csrf())]).await;
+    assert_eq!(code_page.status, 200);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(srv.outbox_to("fred@example.com").len(), sent, "no code while reset is hidden");
 });

@@ -433,6 +433,38 @@ for (const db of databases()) {
       await context.close();
     });
 
+    it('a forgotten password: a code from the outbox and a new password, then signed in', async () => {
+      await latch.loginPolicy({ allowUsernamePassword: true });
+      const { config } = await webApp();
+      const login = unique('rita');
+      const email = `${login}@example.com`;
+      const r = await latch.api('POST', '/management/v1/users/human', {
+        userName: login,
+        profile: { firstName: 'Rita', lastName: 'Reset' },
+        email: { email, isEmailVerified: true },
+      });
+      await latch.api('POST', `/management/v1/users/${r.userId}/password`, { password: 'Forgotten-Pw1', noChangeRequired: true });
+      const a = await authRequest(config, cb.redirectUri);
+      const { context, page } = await newPage();
+      await page.goto(a.url.href);
+      await page.waitForSelector('#loginname');
+      await page.fill('#loginname', login);
+      await submit(page, 'form[action$="/loginname"] button[type=submit]');
+      await page.waitForSelector('#password');
+      await submit(page, page.locator('form[action$="/init_password/request"] button', { hasText: 'Forgot your password' }));
+      await page.waitForSelector('#code');
+      await screenshot(page, 'reset-password');
+      const code = codeFromMail(await latch.outboxMessage(email));
+      await page.fill('#code', code);
+      await page.fill('#password', 'Remembered-Pw2');
+      await page.fill('#password_repeat', 'Remembered-Pw2');
+      const callback = captureRequest(page, cb.redirectUri);
+      await submit(page, 'form[action$="/init_password"] button[type=submit]');
+      const t = await exchange(config, new URL((await callback).url()), a);
+      assert.equal(t.claims().sub, r.userId);
+      await context.close();
+    });
+
     it('a second factor set up at sign-in when the login policy asks for one (forceMfa)', async () => {
       const { config } = await webApp();
       const login = unique('tess');
