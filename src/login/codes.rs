@@ -6,7 +6,7 @@ use super::i18n::Texts;
 use crate::app::AppState;
 use crate::crypto::secret;
 use crate::store::user::User;
-use crate::store::user_code::{self, ATTEMPTS, CodeCheck};
+use crate::store::user_code::{self, ATTEMPTS, CodeCheck, Replace};
 use crate::store::{Conn, StoreError};
 
 pub const VERIFY: &str = "verify_email";
@@ -26,7 +26,7 @@ fn digest(code: &str) -> Vec<u8> {
 /// Sends a new code of `purpose` to a human user (replacing any earlier one). A failure to
 /// deliver is logged, not returned: the person can ask for a new code.
 pub async fn send(state: &AppState, c: &mut Conn, u: &User, purpose: &str, t: &Texts) -> Result<(), StoreError> {
-    send_unless(state, c, u, purpose, t, None).await
+    send_unless(state, c, u, purpose, t, Replace::Always).await
 }
 
 /// How long a code sent from the login pages stands before those pages send another.
@@ -36,7 +36,21 @@ pub const RESEND_AFTER: i64 = 60;
 /// while the user's code of `purpose` is younger than [`RESEND_AFTER`], so that no one can flood
 /// a mailbox or keep replacing the code its owner is about to type.
 pub async fn send_paced(state: &AppState, c: &mut Conn, u: &User, purpose: &str, t: &Texts) -> Result<(), StoreError> {
-    send_unless(state, c, u, purpose, t, Some(state.clock.now() - RESEND_AFTER)).await
+    send_unless(state, c, u, purpose, t, Replace::CreatedUpTo(state.clock.now() - RESEND_AFTER)).await
+}
+
+/// [`send`] for the first time a page shows a code's step: a code sent before that can still be
+/// used stays (one an administrator mailed, or one the person asked for earlier and is about to
+/// type); a new one goes out only when there is none, or it is spent or expired. Asking for a
+/// new code on the page ([`send_paced`]) replaces it.
+pub async fn send_unless_usable(
+    state: &AppState,
+    c: &mut Conn,
+    u: &User,
+    purpose: &str,
+    t: &Texts,
+) -> Result<(), StoreError> {
+    send_unless(state, c, u, purpose, t, Replace::UnlessUsable).await
 }
 
 async fn send_unless(
@@ -45,7 +59,7 @@ async fn send_unless(
     u: &User,
     purpose: &str,
     t: &Texts,
-    created_after: Option<i64>,
+    replace: Replace,
 ) -> Result<(), StoreError> {
     let Some(h) = u.human() else { return Ok(()) };
     let code = new_code();
@@ -55,8 +69,8 @@ async fn send_unless(
         RESET => (3600, t.mail_reset_subject, t.mail_reset_body),
         _ => (3600, t.mail_verify_subject, t.mail_verify_body),
     };
-    if !user_code::put(c, &u.user_id, purpose, &digest(&code), now, now + life, created_after).await? {
-        tracing::info!(user_id = %u.user_id, purpose, "a code was sent less than a minute ago; not sending another");
+    if !user_code::put(c, &u.user_id, purpose, &digest(&code), now, now + life, replace).await? {
+        tracing::info!(user_id = %u.user_id, purpose, "the code sent before stands; not sending another");
         return Ok(());
     }
     // Names are refused with control characters at every form and API, but an import or an

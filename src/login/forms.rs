@@ -113,19 +113,23 @@ async fn check_new_password(
 /// one for a human who has one, see [`Flow::code_user`]) is stored and mailed in a task of its
 /// own, after the answer: the step is shown for any login name (see `Progress::init_requested`),
 /// and waiting for the store and the mail server only for some of them would tell which by the
-/// time it takes.
-pub async fn send_code(state: &AppState, c: &mut Conn, f: &Flow, purpose: &str) -> Result<(), StoreError> {
+/// time it takes; nothing is sent to a user who could not sign in with it (locked, deactivated).
+/// `first`: the step is shown for the first time, and a usable code sent before stays
+/// ([`super::codes::send_unless_usable`]); else the person asked for a new one (paced).
+pub async fn send_code(state: &AppState, c: &mut Conn, f: &Flow, purpose: &str, first: bool) -> Result<(), StoreError> {
     if purpose != INIT {
         return match &f.user {
+            Some(u) if first => super::codes::send_unless_usable(state, c, u, purpose, f.t).await,
             Some(u) => super::codes::send_paced(state, c, u, purpose, f.t).await,
             None => Ok(()),
         };
     }
     let reset = !state.cache.login_policy(c).await?.hide_password_reset;
-    if let Some((u, purpose)) = f.code_user(reset) {
+    if let Some((u, purpose)) = f.code_user(reset).filter(|(u, _)| not_signing_in(f.t, u).is_none()) {
         let (state, t, u) = (state.clone(), f.t, u.clone());
         tokio::spawn(async move {
             let sent = match state.db.conn().await {
+                Ok(mut c) if first => super::codes::send_unless_usable(&state, &mut c, &u, purpose, t).await,
                 Ok(mut c) => super::codes::send_paced(&state, &mut c, &u, purpose, t).await,
                 Err(e) => Err(e),
             };
@@ -145,7 +149,7 @@ pub async fn send_code_once(state: &AppState, c: &mut Conn, f: &mut Flow, purpos
     }
     *sent = true;
     f.save(c).await?;
-    send_code(state, c, f, purpose).await
+    send_code(state, c, f, purpose, true).await
 }
 
 pub(super) async fn reload_user(c: &mut Conn, f: &mut Flow) -> Result<(), StoreError> {
@@ -637,7 +641,7 @@ pub async fn resend(
     if f.next_step(false) != step {
         return fail(f.t, &headers, StatusCode::BAD_REQUEST, f.t.err_form);
     }
-    if let Err(e) = send_code(&state, &mut c, &f, purpose).await {
+    if let Err(e) = send_code(&state, &mut c, &f, purpose, false).await {
         return store_fail(f.t, &headers, e);
     }
     let info = Some(f.t.code_sent.to_string());
@@ -720,13 +724,8 @@ pub async fn init_password(
     let now = state.clock.now();
     // The code arrived by e-mail, which proves the address. A reset also ends the sessions and
     // tokens of whoever knew the old password, as a password set by an administrator does.
-    let mut set = user::set_password(&mut c, &u.user_id, &hash, false, now)
-        .await
-        .and(user::set_email_verified(&mut c, &u.user_id, now).await);
-    if set.is_ok() && purpose == super::codes::RESET {
-        set = user::cut_off_tokens(&mut c, &u.user_id, now).await;
-    }
-    if let Err(e) = set {
+    let is_reset = purpose == super::codes::RESET;
+    if let Err(e) = user::set_password_by_code(&mut c, &u.user_id, &hash, is_reset, now).await {
         return store_fail(t, &headers, e);
     }
     f.progress.password_at = Some(now);

@@ -6,7 +6,9 @@
 //! managing it through the API (so that someone can reactivate it). Removing an organization
 //! deletes everything it holds. Neither is allowed for the instance's default organization (where
 //! registration puts new users), nor when it would leave the instance without an owner who can
-//! act.
+//! act. Both change the accounts of the organization's users, so a caller needs what changing
+//! each of them needs: when one of them is an administrator, the permission to manage
+//! administrators of that level (see `users::load_user_to_change`).
 
 use axum::Json;
 use axum::extract::State;
@@ -17,7 +19,7 @@ use crate::api::{ApiError, Caller};
 use crate::app::AppState;
 use crate::domain::enums::OrgState;
 use crate::domain::roles::Permission;
-use crate::store::{Conn, instance, org, user};
+use crate::store::{Conn, instance, member, org, user};
 
 #[utoipa::path(post, path = "/orgs/me/_deactivate", responses((status = 200, body = DetailsResponse)))]
 pub async fn deactivate_org(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<DetailsResponse>> {
@@ -26,6 +28,7 @@ pub async fn deactivate_org(State(state): State<AppState>, caller: Caller) -> Ap
     let mut tx = state.db.begin().await?;
     load(&mut tx, &caller.org_id).await?;
     not_the_default(&mut tx, &caller.org_id, "deactivated").await?;
+    may_change_its_users(&mut tx, &caller).await?;
     super::members::keep_an_owner_outside(&mut tx, &caller.org_id).await?;
     if !org::change_state(&mut tx, &caller.org_id, OrgState::Active, OrgState::Inactive, now).await? {
         return Err(ApiError::precondition("the organization is not active").with_id("ORG-NotActive"));
@@ -55,6 +58,7 @@ pub async fn remove_org(State(state): State<AppState>, caller: Caller) -> ApiRes
     let mut tx = state.db.begin().await?;
     load(&mut tx, &caller.org_id).await?;
     not_the_default(&mut tx, &caller.org_id, "removed").await?;
+    may_change_its_users(&mut tx, &caller).await?;
     super::members::keep_an_owner_outside(&mut tx, &caller.org_id).await?;
     if !org::delete(&mut tx, &caller.org_id).await? {
         return Err(not_found());
@@ -69,6 +73,25 @@ async fn load(c: &mut Conn, org_id: &str) -> ApiResult<org::Org> {
 
 fn not_found() -> ApiError {
     ApiError::not_found("organization not found").with_id("ORG-NotFound")
+}
+
+/// Refuses a caller who may not change the organization's administrators.
+async fn may_change_its_users(c: &mut Conn, caller: &Caller) -> ApiResult<()> {
+    let held = member::held_in_org(c, &caller.org_id).await?;
+    let needed = if held.iam {
+        Some(Permission::IamMemberWrite)
+    } else if held.other {
+        Some(Permission::OrgMemberWrite)
+    } else {
+        None
+    };
+    match needed {
+        Some(p) if !caller.can(p) => Err(ApiError::denied(
+            "users of the organization are administrators: this needs the permission to manage administrators",
+        )
+        .with_id("USER-Administrator")),
+        _ => Ok(()),
+    }
 }
 
 async fn not_the_default(c: &mut Conn, org_id: &str, what: &str) -> ApiResult<()> {

@@ -132,8 +132,9 @@ pub struct ResetPasswordRequest {
 /// SendHumanResetPasswordNotification: a password-reset code by e-mail, which the person enters
 /// on the password page ("Forgot your password?") with a new password, within an hour. Refused
 /// while the login policy hides password reset (`hidePasswordReset`: the page would not take the
-/// code), for a user without a password yet (`_resend_initialization` is for those), and for
-/// `TYPE_SMS` (latch sends no text messages).
+/// code), for a user without a password yet (`_resend_initialization` is for those), for one who
+/// cannot sign in (locked, deactivated, or of a deactivated organization), and for `TYPE_SMS`
+/// (latch sends no text messages).
 #[utoipa::path(post, path = "/users/{user_id}/password/_reset", request_body = ResetPasswordRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn send_password_reset(
     State(state): State<AppState>,
@@ -151,6 +152,9 @@ pub async fn send_password_reset(
     if require_human(&u)?.password_hash.is_none() {
         return Err(ApiError::precondition("the user has no password yet; send an initialization code instead")
             .with_id("USER-NotInitialised"));
+    }
+    if !u.is_active() {
+        return Err(ApiError::precondition("the user cannot sign in (locked or deactivated)").with_id("USER-NotActive"));
     }
     if state.cache.login_policy(&mut *tx).await?.hide_password_reset {
         return Err(ApiError::precondition("the login policy hides password reset (hidePasswordReset)")

@@ -160,13 +160,26 @@ pub async fn held(c: &mut Conn, user_id: &str) -> Result<Held> {
     Ok(Held { iam: kinds.iter().any(|k| k == "iam"), other: kinds.iter().any(|k| k != "iam") })
 }
 
+/// The memberships held by any user of organization `org_id`.
+pub async fn held_in_org(c: &mut Conn, org_id: &str) -> Result<Held> {
+    let kinds: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT m.member_kind FROM member m JOIN account a ON a.user_id = m.user_id WHERE a.org_id = $1",
+    )
+    .bind(org_id)
+    .fetch_all(&mut *c)
+    .await?;
+    Ok(Held { iam: kinds.iter().any(|k| k == "iam"), other: kinds.iter().any(|k| k != "iam") })
+}
+
 /// The instance's owners who can act, with their organizations (members holding `IAM_OWNER`
 /// whose account is active in an organization that is not deactivated: a locked or deactivated
-/// owner cannot sign in or use its tokens). On PostgreSQL the instance's member rows stay locked
-/// until the transaction ends (SQLite's write transaction holds the whole database), so that two
-/// changes at once cannot each leave the other's owner as the last.
+/// owner cannot sign in or use its tokens). On PostgreSQL the owners' member, account and
+/// organization rows stay locked until the transaction ends (SQLite's write transaction holds
+/// the whole database), so that two changes at once cannot each leave the other's owner as the
+/// last: the second waits, and then reads the rows the first changed (a state set meanwhile
+/// drops its owner from the list).
 pub async fn iam_owners_locked(c: &mut Conn) -> Result<Vec<(String, String)>> {
-    let lock = if c.backend_name() == "PostgreSQL" { " FOR UPDATE OF m" } else { "" };
+    let lock = if c.backend_name() == "PostgreSQL" { " FOR UPDATE OF m, a, o" } else { "" };
     let rows: Vec<(String, String, String)> = sqlx::query_as(&format!(
         "SELECT m.user_id, a.org_id, m.roles FROM member m JOIN account a ON a.user_id = m.user_id \
          JOIN org o ON o.org_id = a.org_id \

@@ -246,11 +246,23 @@ pub async fn change_state(c: &mut Conn, org_id: &str, from: OrgState, to: OrgSta
 
 /// Deletes organization `org_id` with all it holds: its domains, users (with their keys, tokens,
 /// sessions, grants and memberships), projects (with their roles, applications and the grants on
-/// them), its settings, and the memberships others hold in it and in its projects.
+/// them), its settings, and the memberships others hold in it and in its projects. The refresh
+/// tokens, codes and pending sign-ins of its users and of its applications go too (they have no
+/// foreign keys): were the organization imported again with the same ids, none would count.
 pub async fn delete(c: &mut Conn, org_id: &str) -> Result<bool> {
     // The instance's settings have the empty owner.
     if org_id.is_empty() {
         return Ok(false);
+    }
+    const USERS: &str = "SELECT user_id FROM account WHERE org_id = $1";
+    const CLIENTS: &str = "SELECT client_id FROM app WHERE org_id = $1";
+    for sql in [
+        format!("DELETE FROM refresh_token WHERE user_id IN ({USERS}) OR client_id IN ({CLIENTS})"),
+        format!("DELETE FROM auth_code WHERE client_id IN ({CLIENTS})"),
+        format!("DELETE FROM auth_request WHERE user_id IN ({USERS}) OR client_id IN ({CLIENTS})"),
+        format!("DELETE FROM session_client WHERE client_id IN ({CLIENTS})"),
+    ] {
+        sqlx::query(&sql).bind(org_id).execute(&mut *c).await?;
     }
     sqlx::query(
         "DELETE FROM member WHERE (member_kind = 'org' AND scope_id = $1) OR (member_kind = 'project' \

@@ -405,6 +405,8 @@ pub async fn update_email(c: &mut Conn, user_id: &str, email: &str, verified: bo
 }
 
 /// Sets a password hash; an INITIAL user becomes ACTIVE.
+/// Sets a human's password (an initial one makes the user active). The codes mailed to set one
+/// (initial password, reset) are void afterwards.
 pub async fn set_password(c: &mut Conn, user_id: &str, hash: &str, change_required: bool, now: i64) -> Result<bool> {
     let r = sqlx::query(
         "UPDATE account SET password_hash = $1, password_change_required = $2, password_changed_at = $3, \
@@ -417,7 +419,36 @@ pub async fn set_password(c: &mut Conn, user_id: &str, hash: &str, change_requir
     .bind(user_id)
     .execute(&mut *c)
     .await?;
+    drop_password_codes(c, user_id).await?;
     Ok(r.rows_affected() == 1)
+}
+
+/// [`set_password`] with a code mailed to the user's address, in one statement: the address is
+/// verified too and, for a reset (`cut_off`), the user's tokens and sessions issued before end
+/// (see [`cut_off_tokens`]), so that no new password stands while the old one's sessions live on.
+pub async fn set_password_by_code(c: &mut Conn, user_id: &str, hash: &str, cut_off: bool, now: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE account SET password_hash = $1, password_change_required = 0, password_changed_at = $2, \
+         changed_at = $2, failed_password_attempts = 0, email_verified = 1, \
+         tokens_valid_from = CASE WHEN $3 = 1 THEN $2 ELSE tokens_valid_from END, \
+         state = CASE WHEN state = 6 THEN 1 ELSE state END WHERE user_id = $4 AND user_type = 1",
+    )
+    .bind(hash)
+    .bind(now)
+    .bind(flag(cut_off))
+    .bind(user_id)
+    .execute(&mut *c)
+    .await?;
+    drop_password_codes(c, user_id).await?;
+    Ok(r.rows_affected() == 1)
+}
+
+async fn drop_password_codes(c: &mut Conn, user_id: &str) -> Result<()> {
+    sqlx::query("DELETE FROM user_code WHERE user_id = $1 AND purpose IN ('init_password', 'reset_password')")
+        .bind(user_id)
+        .execute(&mut *c)
+        .await?;
+    Ok(())
 }
 
 /// Makes the user's tokens, codes and browser sessions issued before `now` count no more.

@@ -13,8 +13,19 @@ pub enum CodeCheck {
 /// Wrong tries a code takes before it is gone.
 pub const ATTEMPTS: i64 = 5;
 
-/// Replaces the user's code for `purpose`; with `unless_created_after`, not a code created after
-/// that time that can still be used (false: the earlier code stays).
+/// When [`put`] replaces the user's code of a purpose (an expired code always is).
+#[derive(Clone, Copy, Debug)]
+pub enum Replace {
+    Always,
+    /// Not an unexpired code created after this time, even one whose tries are spent: the login
+    /// pages' pacing, which spending a code's tries must not speed up.
+    CreatedUpTo(i64),
+    /// Not a code that can still be used (unexpired, tries left).
+    UnlessUsable,
+}
+
+/// Stores a new code for `purpose` in place of the user's earlier one, as `replace` allows
+/// (false: the earlier code stays).
 pub async fn put(
     c: &mut Conn,
     user_id: &str,
@@ -22,8 +33,13 @@ pub async fn put(
     code_hash: &[u8],
     now: i64,
     expires_at: i64,
-    unless_created_after: Option<i64>,
+    replace: Replace,
 ) -> Result<bool> {
+    let (created_up_to, spent_at) = match replace {
+        Replace::Always => (i64::MAX, ATTEMPTS),
+        Replace::CreatedUpTo(t) => (t, i64::MAX),
+        Replace::UnlessUsable => (i64::MIN, ATTEMPTS),
+    };
     let r = sqlx::query(
         "INSERT INTO user_code (user_id, purpose, code_hash, attempts, created_at, expires_at) VALUES ($1, $2, $3, 0, $4, $5) \
          ON CONFLICT (user_id, purpose) DO UPDATE SET code_hash = $3, attempts = 0, created_at = $4, expires_at = $5 \
@@ -34,8 +50,8 @@ pub async fn put(
     .bind(code_hash.to_vec())
     .bind(now)
     .bind(expires_at)
-    .bind(unless_created_after.unwrap_or(i64::MAX))
-    .bind(ATTEMPTS)
+    .bind(created_up_to)
+    .bind(spent_at)
     .execute(&mut *c)
     .await?;
     Ok(r.rows_affected() == 1)

@@ -459,12 +459,17 @@ on_both!(unverified_email_can_be_skipped_and_initial_password_by_code, |srv| {
     }
     assert_eq!(srv.outbox_to("fred@example.com").len(), 2);
     assert_ne!(newest_code(srv, "fred@example.com"), first);
-    // A code spent by wrong tries is replaced at once.
+    // A code spent by wrong tries is replaced only after the minute too: spending tries (anyone
+    // at this step can) does not speed up the mails.
     for _ in 0..5 {
         let r =
             b.post(&format!("/ui/login/{id}/verify_email"), &[("csrf", &verify.csrf()), ("code", "AAAAAAAA")]).await;
         assert_eq!(r.status, 200, "{}", r.html);
     }
+    b.post(&format!("/ui/login/{id}/verify_email/resend"), &[("csrf", &verify.csrf())]).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(srv.outbox_to("fred@example.com").len(), 2);
+    srv.clock.advance(61);
     b.post(&format!("/ui/login/{id}/verify_email/resend"), &[("csrf", &verify.csrf())]).await;
     for _ in 0..250 {
         if srv.outbox_to("fred@example.com").len() == 3 {
@@ -631,7 +636,7 @@ on_both!(tries_at_a_code_sent_at_once_count_each, |srv| {
         .await;
     let gina = gina.ok()["userId"].as_str().unwrap().to_string();
     let mut c = srv.state.db.conn().await.unwrap();
-    user_code::put(&mut c, &gina, "init_password", b"right", 0, i64::MAX, None).await.unwrap();
+    user_code::put(&mut c, &gina, "init_password", b"right", 0, i64::MAX, user_code::Replace::Always).await.unwrap();
     drop(c);
     // Twenty wrong tries at once, each on a connection of its own: five are counted as wrong,
     // the others find the code used up, and so does the right one after them.
@@ -648,7 +653,7 @@ on_both!(tries_at_a_code_sent_at_once_count_each, |srv| {
     let mut c = srv.state.db.conn().await.unwrap();
     assert_eq!(user_code::verify(&mut c, &gina, "init_password", b"right", 1, 5).await.unwrap(), CodeCheck::Gone);
     // A fresh code: verified (not used up), then consumed once.
-    user_code::put(&mut c, &gina, "init_password", b"again", 0, i64::MAX, None).await.unwrap();
+    user_code::put(&mut c, &gina, "init_password", b"again", 0, i64::MAX, user_code::Replace::Always).await.unwrap();
     assert_eq!(user_code::verify(&mut c, &gina, "init_password", b"again", 1, 5).await.unwrap(), CodeCheck::Valid);
     assert!(user_code::consume(&mut c, &gina, "init_password", b"again", 1).await.unwrap());
     assert!(!user_code::consume(&mut c, &gina, "init_password", b"again", 1).await.unwrap());
@@ -1007,6 +1012,46 @@ on_both!(a_forgotten_password_is_reset_by_code, |srv| {
     let (robot, _) = srv.machine_with_roles(None, "robot", &[]).await;
     srv.post(&format!("/management/v1/users/{robot}/password/_reset"), json!({})).await.err(400, 9);
     srv.post("/management/v1/users/404/password/_reset", json!({})).await.err(404, 5);
+    // The code an administrator sent stays usable when fred opens the code page later (the page
+    // sends one only when none is usable), and no new mail goes out.
+    srv.clock.advance(120);
+    let mailed = newest_code(srv, "fred@example.com");
+    let sent = srv.outbox_to("fred@example.com").len();
+    let b = Browser::new(srv);
+    let (id, page) = authorize_with(&b, &query("")).await;
+    let id = id.unwrap();
+    let named = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "fred")]).await;
+    let code_page = b.post(&format!("/ui/login/{id}/init_password/request"), &[("csrf", &named.csrf())]).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(srv.outbox_to("fred@example.com").len(), sent, "the administrator's code stands");
+    let done = b
+        .post(
+            &format!("/ui/login/{id}/init_password"),
+            &[
+                ("csrf", &code_page.csrf()),
+                ("code", &mailed),
+                ("password", "Fred-Drittes-Passw0rd"),
+                ("password_repeat", "Fred-Drittes-Passw0rd"),
+            ],
+        )
+        .await;
+    assert!(param(&done.redirect_params(), "code").is_some(), "{:?} {}", done.location, done.html);
+    // A password set another way voids a pending reset code.
+    reset(json!({})).await.ok();
+    let pending = newest_code(srv, "fred@example.com");
+    srv.post(&format!("/management/v1/users/{fred}/password"), json!({"password": "Fred-Admin-Passw0rd1"})).await.ok();
+    let mut c = srv.state.db.conn().await.unwrap();
+    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM user_code WHERE user_id = $1")
+        .bind(&fred)
+        .fetch_one(&mut *c)
+        .await
+        .unwrap();
+    assert_eq!(n, 0, "the reset code {pending} is void");
+    drop(c);
+    // Nor is a code sent to a user who cannot sign in.
+    srv.post(&format!("/management/v1/users/{fred}/_lock"), json!({})).await.ok();
+    reset(json!({})).await.err(400, 9);
+    srv.post(&format!("/management/v1/users/{fred}/_unlock"), json!({})).await.ok();
 
     // The login policy may hide password reset: the page offers only initial passwords, a
     // user with a password is sent no code, and the call is refused.

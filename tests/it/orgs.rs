@@ -320,6 +320,12 @@ on_both!(deactivated_and_removed_organizations, |srv| {
     }
     as_boss("POST", "/management/v1/orgs/me/_deactivate").await.err(400, 9);
     as_boss("DELETE", "/management/v1/orgs/me").await.err(400, 9);
+    // An owner of the organization who may not manage instance administrators may not cut off
+    // or delete its users while one of them is one.
+    let (_, keeper) = srv.machine_with_roles(Some(&initech), "keeper", &["ORG_OWNER"]).await;
+    let as_keeper = |m: &'static str, p: &'static str| srv.call_as(Some(&keeper), Some(&initech), m, p, json!({}));
+    as_keeper("POST", "/management/v1/orgs/me/_deactivate").await.err(403, 7);
+    as_keeper("DELETE", "/management/v1/orgs/me").await.err(403, 7);
     for id in &others {
         srv.call_as(Some(&boss_pat), None, "POST", "/admin/v1/members", json!({"userId": id, "roles": ["IAM_OWNER"]}))
             .await
@@ -343,6 +349,12 @@ on_both!(deactivated_and_removed_organizations, |srv| {
         .await
         .unwrap();
     assert_eq!(n, 0, "the memberships held in the organization");
+    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM refresh_token WHERE user_id = $1")
+        .bind(&alice)
+        .fetch_one(&mut *c)
+        .await
+        .unwrap();
+    assert_eq!(n, 0, "its users' refresh tokens");
     drop(c);
     srv.get(&format!("/admin/v1/orgs/{initech}")).await.err(404, 5);
     // The name is free again.
