@@ -114,7 +114,10 @@ pub struct ConfigCache {
     projects: Ttl<Option<Project>>,
     orgs: Ttl<Option<Org>>,
     oidc: Ttl<OidcSettings>,
+    /// Login policies by organization id ("" for the instance's).
     login: Ttl<LoginPolicy>,
+    /// The instance's default organization (key "").
+    default_org: Ttl<Option<String>>,
     /// The instance's feature flags (the discovery document reflects two of them).
     features: Ttl<Features>,
     users: Ttl<Option<User>>,
@@ -136,6 +139,7 @@ impl Default for ConfigCache {
             orgs: Ttl::new(),
             oidc: Ttl::new(),
             login: Ttl::new(),
+            default_org: Ttl::new(),
             features: Ttl::new(),
             users: Ttl::new(),
             user_names: Ttl::new(),
@@ -183,8 +187,27 @@ impl ConfigCache {
 
     /// The instance's login policy.
     pub async fn login_policy(&self, c: &mut impl Source) -> Result<LoginPolicy> {
-        let load = async { Ok(setting::load::<LoginPolicy>(c.conn().await?, setting::INSTANCE).await?.value) };
-        self.cached(&self.login, "", load).await
+        self.login_policy_of(c, setting::INSTANCE).await
+    }
+
+    /// The login policy of organization `org_id`: its own when it has one, else the instance's
+    /// (`org_id` empty: the instance's).
+    pub async fn login_policy_of(&self, c: &mut impl Source, org_id: &str) -> Result<LoginPolicy> {
+        let load = async {
+            let c = c.conn().await?;
+            let own = setting::load::<LoginPolicy>(c, org_id).await?;
+            if own.times.is_some() || org_id.is_empty() {
+                return Ok(own.value);
+            }
+            Ok(setting::load::<LoginPolicy>(c, setting::INSTANCE).await?.value)
+        };
+        self.cached(&self.login, org_id, load).await
+    }
+
+    /// The instance's default organization, where registration puts new users.
+    pub async fn default_org(&self, c: &mut impl Source) -> Result<Option<String>> {
+        let load = async { crate::store::instance::default_org(c.conn().await?).await };
+        self.cached(&self.default_org, "", load).await
     }
 
     /// The instance's feature flags.
@@ -264,6 +287,7 @@ impl ConfigCache {
         self.orgs.clear();
         self.oidc.clear();
         self.login.clear();
+        self.default_org.clear();
         self.features.clear();
         self.users.clear();
         self.user_names.clear();

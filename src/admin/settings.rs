@@ -161,7 +161,7 @@ pub struct LoginPolicyDoc {
     #[serde(skip_serializing_if = "PasswordlessType::is_default")]
     passwordless_type: PasswordlessType,
     #[serde(skip_deserializing, skip_serializing_if = "is_false")]
-    is_default: bool,
+    pub(crate) is_default: bool,
     #[serde(skip_serializing_if = "is_false")]
     hide_password_reset: bool,
     #[serde(skip_serializing_if = "is_false")]
@@ -185,7 +185,7 @@ pub struct LoginPolicyDoc {
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct PolicyResponse<T: Serialize> {
-    policy: T,
+    pub(crate) policy: T,
 }
 
 impl LoginPolicyDoc {

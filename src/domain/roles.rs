@@ -21,6 +21,7 @@ pub enum Permission {
     OrgMemberRead,
     OrgMemberWrite,
     PolicyRead,
+    PolicyWrite,
     UserRead,
     UserWrite,
     UserDelete,

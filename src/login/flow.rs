@@ -11,6 +11,7 @@ use super::i18n::{self, Texts};
 use super::pages;
 use crate::app::AppState;
 use crate::domain::enums::UserState;
+use crate::domain::settings::LoginPolicy;
 use crate::oauth::authorize::request::{AuthParams, ResponseType};
 use crate::oauth::authorize::{self, IssuedCode, browser_sessions, request_id, response};
 use crate::oauth::client::{self, OidcClient};
@@ -227,14 +228,14 @@ impl Flow {
     }
 
     /// The flow's user when a password may be set for it by e-mailed code, with the code's
-    /// purpose: a human without a password (its initial password) or, when the login policy
-    /// offers password reset (`reset`, `hidePasswordReset` off), a human who has one.
-    pub fn code_user(&self, reset: bool) -> Option<(&User, &'static str)> {
+    /// purpose: a human without a password (its initial password) or one who has one (a reset,
+    /// which its organization's login policy may hide: the callers check that only after the
+    /// answer or the code, so that it takes no longer for a known name than for another).
+    pub fn code_user(&self) -> Option<(&User, &'static str)> {
         let u = self.user.as_ref()?;
         match u.human()?.password_hash {
             None => Some((u, super::codes::INIT)),
-            Some(_) if reset => Some((u, super::codes::RESET)),
-            Some(_) => None,
+            Some(_) => Some((u, super::codes::RESET)),
         }
     }
 
@@ -273,15 +274,26 @@ pub async fn show(
     } else {
         Vec::new()
     };
+    // The instance's policy for what the pages show before the user is known (and for the
+    // password page's wording, shown for any name); the user's organization's for the user's
+    // own steps; the default organization's for registration.
     let policy = match state.cache.login_policy(c).await {
         Ok(p) => p,
         Err(e) => return store_fail(f.t, headers, e),
     };
     // A second factor asked for since the password was checked (the policy changed meanwhile)
     // is asked for too.
-    if policy.requires_mfa() && f.progress.password_at.is_some() {
-        f.progress.mfa_setup = true;
+    if f.progress.password_at.is_some() {
+        match policy_for(state, c, f.user.as_ref()).await {
+            Ok(p) if p.requires_mfa() => f.progress.mfa_setup = true,
+            Ok(_) => {}
+            Err(e) => return store_fail(f.t, headers, e),
+        }
     }
+    let can_register = match registration_policy(state, c).await {
+        Ok(p) => p.allow_register,
+        Err(e) => return store_fail(f.t, headers, e),
+    };
     let step = f.next_step(!sessions.is_empty());
     let (t, id, csrf) = (f.t, f.row.auth_request_id.clone(), f.row.csrf_token.clone());
     let origin = f.redirect_origin();
@@ -300,7 +312,7 @@ pub async fn show(
                 error,
                 info,
                 login_name: &login_name,
-                can_register: policy.allow_register,
+                can_register,
             },
             form_action,
         ),
@@ -350,7 +362,7 @@ pub async fn show(
             )
         }
         Step::Register => {
-            if !policy.allow_register {
+            if !can_register {
                 f.progress.start = Start::Login;
                 if let Err(e) = f.save(c).await {
                     return store_fail(t, headers, e);
@@ -425,6 +437,19 @@ pub async fn show(
     }
 }
 
+/// The login policy that governs user `u`: its organization's own, else the instance's; the
+/// instance's when no user is known yet (what the pages show before then must not depend on who
+/// the typed name is).
+pub async fn policy_for(state: &AppState, c: &mut Conn, u: Option<&User>) -> Result<LoginPolicy, StoreError> {
+    state.cache.login_policy_of(c, u.map_or("", |u| u.org_id.as_str())).await
+}
+
+/// The login policy of registration: the default organization's, where new users go.
+pub async fn registration_policy(state: &AppState, c: &mut Conn) -> Result<LoginPolicy, StoreError> {
+    let org = state.cache.default_org(c).await?.unwrap_or_default();
+    state.cache.login_policy_of(c, &org).await
+}
+
 /// Why user `u` may not sign in now (locked, inactive, its organization deactivated, ...), or
 /// None when they may.
 pub fn not_signing_in(t: &'static Texts, u: &User) -> Option<&'static str> {
@@ -478,7 +503,7 @@ async fn finish_as(state: &AppState, c: &mut Conn, f: Flow, headers: &HeaderMap)
             // The session serves single sign-on while its password check is within the login
             // policy's passwordCheckLifetime and, when a second factor was checked, that check
             // within secondFactorCheckLifetime (then both are asked again).
-            let expires_at = match state.cache.login_policy(c).await {
+            let expires_at = match policy_for(state, c, Some(&u)).await {
                 Ok(p) => {
                     let by_password = auth_time.saturating_add(p.password_check_lifetime);
                     match f.progress.otp_at {

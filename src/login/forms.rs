@@ -18,7 +18,7 @@ use crate::oauth::authorize::browser_sessions;
 use crate::oauth::authorize::request::Prompt;
 use crate::store::{Conn, StoreError, credentials, instance, setting, user, user_code};
 
-pub use super::codes::{INIT, VERIFY};
+pub use super::codes::{INIT, RESET, VERIFY};
 
 fn parse<T: DeserializeOwned>(body: &[u8]) -> Option<T> {
     if body.len() > 16 * 1024 {
@@ -124,13 +124,18 @@ pub async fn send_code(state: &AppState, c: &mut Conn, f: &Flow, purpose: &str, 
             None => Ok(()),
         };
     }
-    let reset = !state.cache.login_policy(c).await?.hide_password_reset;
-    if let Some((u, purpose)) = f.code_user(reset).filter(|(u, _)| not_signing_in(f.t, u).is_none()) {
+    if let Some((u, purpose)) = f.code_user().filter(|(u, _)| not_signing_in(f.t, u).is_none()) {
         let (state, t, u) = (state.clone(), f.t, u.clone());
         tokio::spawn(async move {
+            // Whether the user's organization offers reset is read here too, after the answer:
+            // reading its policy before would take longer for a known name than for another.
             let sent = match state.db.conn().await {
-                Ok(mut c) if first => super::codes::send_unless_usable(&state, &mut c, &u, purpose, t).await,
-                Ok(mut c) => super::codes::send_paced(&state, &mut c, &u, purpose, t).await,
+                Ok(mut c) => match super::flow::policy_for(&state, &mut c, Some(&u)).await {
+                    Ok(p) if purpose == RESET && p.hide_password_reset => Ok(()),
+                    Ok(_) if first => super::codes::send_unless_usable(&state, &mut c, &u, purpose, t).await,
+                    Ok(_) => super::codes::send_paced(&state, &mut c, &u, purpose, t).await,
+                    Err(e) => Err(e),
+                },
                 Err(e) => Err(e),
             };
             if let Err(e) = sent {
@@ -360,7 +365,7 @@ pub async fn password(
             Err(e) => tracing::warn!(error = %e, "re-hashing a password failed"),
         }
     }
-    let force_mfa = match state.cache.login_policy(&mut c).await {
+    let force_mfa = match super::flow::policy_for(&state, &mut c, Some(&u)).await {
         Ok(p) => p.requires_mfa(),
         Err(e) => return store_fail(t, &headers, e),
     };
@@ -389,7 +394,7 @@ pub async fn select(
         return fail(f.t, &headers, StatusCode::BAD_REQUEST, f.t.err_form);
     };
     reset(&mut f);
-    let mfa = match state.cache.login_policy(&mut c).await {
+    let mfa = match super::flow::policy_for(&state, &mut c, Some(&u)).await {
         Ok(p) => p.requires_mfa(),
         Err(e) => return store_fail(f.t, &headers, e),
     };
@@ -450,7 +455,7 @@ pub async fn register(
         Err(r) => return r,
     };
     let t = f.t;
-    let policy = match state.cache.login_policy(&mut c).await {
+    let policy = match super::flow::registration_policy(&state, &mut c).await {
         Ok(p) => p,
         Err(e) => return store_fail(t, &headers, e),
     };
@@ -531,7 +536,7 @@ pub async fn register(
         Ok(u) => u,
         Err(e) => return store_fail(t, &headers, e),
     };
-    let force_mfa = match state.cache.login_policy(&mut c).await {
+    let force_mfa = match super::flow::policy_for(&state, &mut c, f.user.as_ref()).await {
         Ok(p) => p.requires_mfa(),
         Err(e) => return store_fail(t, &headers, e),
     };
@@ -687,11 +692,7 @@ pub async fn init_password(
     // user_code::verify; no user holds the empty id), one message for a code that is wrong or
     // gone. Only then the user's organization's password rules and state, which would tell
     // who exists; the code is consumed once the new password is taken.
-    let reset = match state.cache.login_policy(&mut c).await {
-        Ok(p) => !p.hide_password_reset,
-        Err(e) => return store_fail(t, &headers, e),
-    };
-    let (u, purpose) = match f.code_user(reset) {
+    let (u, purpose) = match f.code_user() {
         Some((u, purpose)) => (Some(u.clone()), purpose),
         None => (None, INIT),
     };
@@ -702,6 +703,18 @@ pub async fn init_password(
         Err(e) => return store_fail(t, &headers, e),
     }
     let Some(u) = u else { return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form) };
+    // A reset code of a user whose organization hides reset (sent before its policy changed)
+    // counts as a wrong one. Read only now, after the code: before, it would take longer for a
+    // known name than for another.
+    if purpose == RESET {
+        match super::flow::policy_for(&state, &mut c, Some(&u)).await {
+            Ok(p) if p.hide_password_reset => {
+                return show(&state, &mut c, f, &headers, Some(t.err_init_code.to_string()), None).await;
+            }
+            Ok(_) => {}
+            Err(e) => return store_fail(t, &headers, e),
+        }
+    }
     if let Some(msg) = not_signing_in(t, &u) {
         return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
     }
@@ -724,13 +737,13 @@ pub async fn init_password(
     let now = state.clock.now();
     // The code arrived by e-mail, which proves the address. A reset also ends the sessions and
     // tokens of whoever knew the old password, as a password set by an administrator does.
-    let is_reset = purpose == super::codes::RESET;
+    let is_reset = purpose == RESET;
     if let Err(e) = user::set_password_by_code(&mut c, &u.user_id, &hash, is_reset, now).await {
         return store_fail(t, &headers, e);
     }
     f.progress.password_at = Some(now);
     f.progress.amr = vec!["pwd".into()];
-    f.progress.mfa_setup = match state.cache.login_policy(&mut c).await {
+    f.progress.mfa_setup = match super::flow::policy_for(&state, &mut c, Some(&u)).await {
         Ok(p) => p.requires_mfa(),
         Err(e) => return store_fail(t, &headers, e),
     };

@@ -10,6 +10,7 @@ pub mod machine;
 pub mod members;
 pub mod org_lifecycle;
 pub mod orgs;
+pub mod policies;
 pub mod projects;
 pub mod roles;
 pub mod user_mail;
@@ -28,6 +29,10 @@ pub fn api() -> Table {
         .post("/orgs/me/_deactivate", org_lifecycle::deactivate_org)
         .post("/orgs/me/_reactivate", org_lifecycle::reactivate_org)
         .post("/orgs/me/domains", orgs::add_domain)
+        .get("/policies/login", policies::get_login)
+        .post("/policies/login", policies::add_login)
+        .put("/policies/login", policies::update_login)
+        .delete("/policies/login", policies::reset_login)
         .post("/orgs/me/domains/_search", orgs::list_domains)
         .delete("/orgs/me/domains/{domain}", orgs::remove_domain)
         .post("/orgs/me/domains/{domain}/_set_primary", orgs::set_primary_domain)
@@ -109,6 +114,10 @@ pub fn api() -> Table {
     org_lifecycle::remove_org,
     org_lifecycle::deactivate_org,
     org_lifecycle::reactivate_org,
+    policies::get_login,
+    policies::add_login,
+    policies::update_login,
+    policies::reset_login,
     orgs::add_domain,
     orgs::list_domains,
     orgs::remove_domain,

@@ -156,7 +156,7 @@ pub async fn send_password_reset(
     if !u.is_active() {
         return Err(ApiError::precondition("the user cannot sign in (locked or deactivated)").with_id("USER-NotActive"));
     }
-    if state.cache.login_policy(&mut *tx).await?.hide_password_reset {
+    if state.cache.login_policy_of(&mut *tx, &u.org_id).await?.hide_password_reset {
         return Err(ApiError::precondition("the login policy hides password reset (hidePasswordReset)")
             .with_id("USER-PasswordResetHidden"));
     }

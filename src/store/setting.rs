@@ -64,6 +64,35 @@ pub async fn load_locked<T: Setting>(tx: &mut Conn, owner_id: &str, now: i64) ->
     Ok(Loaded { value: from_json(&format!("setting {}", T::KIND), &body)?, times: Some((created, changed)) })
 }
 
+/// [`load`] of a setting that was set, inside a write transaction that holds it until the
+/// transaction ends (PostgreSQL: `FOR UPDATE`; SQLite's write transaction holds the database);
+/// `None` when it was never set (nothing is stored meanwhile, unlike [`load_locked`]).
+pub async fn load_set_locked<T: Setting>(tx: &mut Conn, owner_id: &str) -> Result<Option<T>> {
+    let lock = if tx.backend_name() == "PostgreSQL" { " FOR UPDATE" } else { "" };
+    let row: Option<(String,)> =
+        sqlx::query_as(&format!("SELECT body FROM setting WHERE owner_id = $1 AND kind = $2{lock}"))
+            .bind(owner_id)
+            .bind(T::KIND)
+            .fetch_optional(&mut *tx)
+            .await?;
+    row.map(|(body,)| from_json(&format!("setting {}", T::KIND), &body)).transpose()
+}
+
+/// Stores a setting that was never set; false when it was (the stored one stays).
+pub async fn add<T: Setting>(c: &mut Conn, owner_id: &str, value: &T, now: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "INSERT INTO setting (owner_id, kind, body, created_at, changed_at) VALUES ($1, $2, $3, $4, $4) \
+         ON CONFLICT (owner_id, kind) DO NOTHING",
+    )
+    .bind(owner_id)
+    .bind(T::KIND)
+    .bind(to_json(value))
+    .bind(now)
+    .execute(&mut *c)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
 pub async fn save<T: Setting>(c: &mut Conn, owner_id: &str, value: &T, now: i64) -> Result<()> {
     sqlx::query(
         "INSERT INTO setting (owner_id, kind, body, created_at, changed_at) VALUES ($1, $2, $3, $4, $4) \

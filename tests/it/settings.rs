@@ -127,3 +127,97 @@ on_both!(instance_features, |srv| {
     let r = srv.get("/v2/features/instance").await;
     assert_eq!(r.ok()["oidcTokenExchange"]["source"], "SOURCE_SYSTEM");
 });
+
+// An organization's own login policy: managed through /management/v1/policies/login and applied
+// to its users once they are known; the default organization's also to registration.
+on_both!(an_organizations_own_login_policy, |srv| {
+    use crate::browser::{Browser, param};
+    let r = srv.post("/management/v1/orgs", json!({"name": "Initech"})).await;
+    let initech = r.ok()["id"].as_str().unwrap().to_string();
+    let on = |m: &'static str, b: serde_json::Value| {
+        let org = initech.clone();
+        async move { srv.call_as(Some(&srv.pat), Some(&org), m, "/management/v1/policies/login", b).await }
+    };
+    let alice = srv
+        .call_as(
+            Some(&srv.pat),
+            Some(&initech),
+            "POST",
+            "/management/v1/users/human",
+            json!({"userName": "alice", "profile": {"firstName": "Alice", "lastName": "A"},
+                   "email": {"email": "alice@initech.example", "isEmailVerified": true}}),
+        )
+        .await;
+    let alice = alice.ok()["userId"].as_str().unwrap().to_string();
+    srv.call_as(
+        Some(&srv.pat),
+        Some(&initech),
+        "POST",
+        &format!("/management/v1/users/{alice}/password"),
+        json!({"password": "Wonder-land1", "noChangeRequired": true}),
+    )
+    .await
+    .ok();
+    crate::browser::human(srv, "bob", "Builder-Pw1").await;
+
+    // None of its own: the instance's, marked as the default.
+    let p = on("GET", json!(null)).await;
+    assert_eq!(p.ok()["policy"]["isDefault"], true);
+    on("PUT", json!({"forceMfa": true})).await.err(404, 5);
+    on("DELETE", json!(null)).await.err(404, 5);
+    on("POST", json!({"allowUsernamePassword": true, "forceMfa": true, "hidePasswordReset": true})).await.ok();
+    on("POST", json!({"forceMfa": true})).await.err(409, 6);
+    on("PUT", json!({"defaultRedirectUri": "not a uri"})).await.err(400, 3);
+    let p = on("GET", json!(null)).await;
+    assert!(p.ok()["policy"].get("isDefault").is_none(), "{}", p.body);
+    assert_eq!(p.body["policy"]["forceMfa"], true);
+    assert_eq!(p.body["policy"]["passwordCheckLifetime"], "864000s", "the instance's, where not given");
+    // Other organizations follow the instance's.
+    assert_eq!(srv.get("/management/v1/policies/login").await.ok()["policy"]["isDefault"], true);
+
+    let sign_in = |login: &'static str, password: &'static str| async move {
+        let b = Browser::new(srv);
+        let (id, page) = crate::login::start(srv, &b, &[]).await;
+        let r = b.sign_in(&id, &page, login, password).await;
+        (id, r)
+    };
+    // alice's organization asks for a second factor, bob's does not.
+    let (id, setup) = sign_in("alice", "Wonder-land1").await;
+    assert!(setup.html.contains(&format!("action=\"/ui/login/{id}/totp/setup\"")), "{}", setup.html);
+    let (_, done) = sign_in("bob", "Builder-Pw1").await;
+    assert!(param(&done.redirect_params(), "code").is_some(), "{}", done.html);
+    // It hides password reset: the page reads as for anyone (the instance's wording), and no
+    // code is mailed to alice.
+    let b = Browser::new(srv);
+    let (id, page) = crate::login::start(srv, &b, &[]).await;
+    let named = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "alice")]).await;
+    assert!(named.html.contains("Forgot your password"), "{}", named.html);
+    let code_page = b.post(&format!("/ui/login/{id}/init_password/request"), &[("csrf", &named.csrf())]).await;
+    assert_eq!(code_page.status, 200);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(srv.outbox_to("alice@initech.example").is_empty());
+
+    // Updated: lifetimes left out keep their values.
+    on("PUT", json!({"forceMfa": false, "passwordCheckLifetime": "3600s"})).await.ok();
+    on("PUT", json!({"passwordCheckLifetime": "soon"})).await.err(400, 3);
+    let p = on("GET", json!(null)).await;
+    assert_eq!(p.ok()["policy"]["passwordCheckLifetime"], "3600s");
+    assert!(p.body["policy"].get("forceMfa").is_none());
+    let (_, done) = sign_in("alice", "Wonder-land1").await;
+    assert!(param(&done.redirect_params(), "code").is_some(), "{}", done.html);
+    // Reset: the instance's again.
+    on("DELETE", json!(null)).await.ok();
+    assert_eq!(on("GET", json!(null)).await.ok()["policy"]["isDefault"], true);
+
+    // Registration follows the default organization's policy.
+    srv.put("/admin/v1/policies/login", json!({"allowUsernamePassword": true, "allowRegister": true})).await.ok();
+    srv.post("/management/v1/policies/login", json!({"allowUsernamePassword": true, "allowRegister": false}))
+        .await
+        .ok();
+    let b = Browser::new(srv);
+    let (_, page) = crate::login::start(srv, &b, &[("prompt", "create")]).await;
+    assert!(page.html.contains("Registration is not allowed"), "{}", page.html);
+    srv.delete("/management/v1/policies/login").await.ok();
+    let (_, page) = crate::login::start(srv, &b, &[("prompt", "create")]).await;
+    assert!(page.html.contains("name=\"first_name\""), "{}", page.html);
+});

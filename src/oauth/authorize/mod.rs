@@ -140,14 +140,9 @@ async fn decide(
 ) -> crate::store::Result<Response> {
     let now = state.clock.now();
     let sessions = browser_sessions(c, browser, now).await?;
-    let (mfa, by_email) = match sessions.is_empty() {
-        true => (false, true),
-        false => {
-            let p = state.cache.login_policy(c).await?;
-            (p.requires_mfa(), !p.disable_login_with_email)
-        }
-    };
-    let fresh = |s: &Session| serves(s, params.max_age, mfa, now);
+    // Whether an address names its human: the instance's policy (a hint comes before any user
+    // is known); whether a session needs a second factor: its user's organization's policy.
+    let by_email = sessions.is_empty() || !state.cache.login_policy(c).await?.disable_login_with_email;
     let hinted = params.hint_sub.is_some() || params.login_hint.is_some();
     let pick = if let Some(sub) = &params.hint_sub {
         sessions.iter().find(|(_, u)| &u.user_id == sub)
@@ -158,6 +153,11 @@ async fn decide(
     } else {
         None
     };
+    let mfa = match pick {
+        Some((_, u)) => state.cache.login_policy_of(c, &u.org_id).await?.requires_mfa(),
+        None => false,
+    };
+    let fresh = |s: &Session| serves(s, params.max_age, mfa, now);
     let redirect_error = |code: ErrorCode, d: &str| {
         Ok(response::error(
             t,
