@@ -193,14 +193,7 @@ impl ConfigCache {
     /// The login policy of organization `org_id`: its own when it has one, else the instance's
     /// (`org_id` empty: the instance's).
     pub async fn login_policy_of(&self, c: &mut impl Source, org_id: &str) -> Result<LoginPolicy> {
-        let load = async {
-            let c = c.conn().await?;
-            let own = setting::load::<LoginPolicy>(c, org_id).await?;
-            if own.times.is_some() || org_id.is_empty() {
-                return Ok(own.value);
-            }
-            Ok(setting::load::<LoginPolicy>(c, setting::INSTANCE).await?.value)
-        };
+        let load = async { setting::effective::<LoginPolicy>(c.conn().await?, org_id).await };
         self.cached(&self.login, org_id, load).await
     }
 

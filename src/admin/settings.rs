@@ -317,14 +317,31 @@ pub async fn get_lockout(
 ) -> ApiResult<Json<PolicyResponse<LockoutView>>> {
     caller.require(Permission::IamPolicyRead)?;
     let l = load::<LockoutPolicy>(&state).await?;
-    Ok(Json(PolicyResponse {
-        policy: LockoutView {
-            details: read_details(&l),
-            max_password_attempts: l.value.max_password_attempts.to_string(),
-            max_otp_attempts: l.value.max_otp_attempts.to_string(),
-            is_default: true,
-        },
-    }))
+    Ok(Json(PolicyResponse { policy: LockoutView::new(&l.value, read_details(&l), true) }))
+}
+
+impl LockoutView {
+    pub fn new(p: &LockoutPolicy, details: Details, is_default: bool) -> Self {
+        LockoutView {
+            details,
+            max_password_attempts: p.max_password_attempts.to_string(),
+            max_otp_attempts: p.max_otp_attempts.to_string(),
+            is_default,
+        }
+    }
+}
+
+impl PutLockoutRequest {
+    /// The checked policy (`r`: the request's name in messages).
+    pub fn to_policy(&self, r: &str) -> ApiResult<LockoutPolicy> {
+        if self.max_password_attempts > 1000 || self.max_otp_attempts > 1000 {
+            return Err(ApiError::invalid(format!("invalid {r}: at most 1000 attempts")));
+        }
+        Ok(LockoutPolicy {
+            max_password_attempts: self.max_password_attempts as i64,
+            max_otp_attempts: self.max_otp_attempts as i64,
+        })
+    }
 }
 
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
@@ -345,17 +362,7 @@ pub async fn put_lockout(
     ApiJson(req): ApiJson<PutLockoutRequest>,
 ) -> ApiResult<Json<DetailsResponse>> {
     caller.require(Permission::IamPolicyWrite)?;
-    if req.max_password_attempts > 1000 || req.max_otp_attempts > 1000 {
-        return Err(ApiError::invalid("invalid UpdateLockoutPolicyRequest: at most 1000 attempts"));
-    }
-    save(
-        &state,
-        &LockoutPolicy {
-            max_password_attempts: req.max_password_attempts as i64,
-            max_otp_attempts: req.max_otp_attempts as i64,
-        },
-    )
-    .await
+    save(&state, &req.to_policy("UpdateLockoutPolicyRequest")?).await
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -381,18 +388,37 @@ pub async fn get_complexity(
 ) -> ApiResult<Json<PolicyResponse<ComplexityView>>> {
     caller.require(Permission::IamPolicyRead)?;
     let l = load::<PasswordComplexityPolicy>(&state).await?;
-    let p = &l.value;
-    Ok(Json(PolicyResponse {
-        policy: ComplexityView {
-            details: read_details(&l),
+    Ok(Json(PolicyResponse { policy: ComplexityView::new(&l.value, read_details(&l), true) }))
+}
+
+impl ComplexityView {
+    pub fn new(p: &PasswordComplexityPolicy, details: Details, is_default: bool) -> Self {
+        ComplexityView {
+            details,
             min_length: p.min_length.to_string(),
             has_uppercase: p.has_uppercase,
             has_lowercase: p.has_lowercase,
             has_number: p.has_number,
             has_symbol: p.has_symbol,
-            is_default: true,
-        },
-    }))
+            is_default,
+        }
+    }
+}
+
+impl PutComplexityRequest {
+    /// The checked policy (`r`: the request's name in messages).
+    pub fn to_policy(&self, r: &str) -> ApiResult<PasswordComplexityPolicy> {
+        if !(1..=64).contains(&self.min_length) {
+            return Err(ApiError::invalid(format!("invalid {r}.minLength: must be between 1 and 64")));
+        }
+        Ok(PasswordComplexityPolicy {
+            min_length: self.min_length as i64,
+            has_uppercase: self.has_uppercase,
+            has_lowercase: self.has_lowercase,
+            has_number: self.has_number,
+            has_symbol: self.has_symbol,
+        })
+    }
 }
 
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
@@ -414,22 +440,7 @@ pub async fn put_complexity(
     ApiJson(req): ApiJson<PutComplexityRequest>,
 ) -> ApiResult<Json<DetailsResponse>> {
     caller.require(Permission::IamPolicyWrite)?;
-    if !(1..=64).contains(&req.min_length) {
-        return Err(ApiError::invalid(
-            "invalid UpdatePasswordComplexityPolicyRequest.minLength: must be between 1 and 64",
-        ));
-    }
-    save(
-        &state,
-        &PasswordComplexityPolicy {
-            min_length: req.min_length as i64,
-            has_uppercase: req.has_uppercase,
-            has_lowercase: req.has_lowercase,
-            has_number: req.has_number,
-            has_symbol: req.has_symbol,
-        },
-    )
-    .await
+    save(&state, &req.to_policy("UpdatePasswordComplexityPolicyRequest")?).await
 }
 
 #[derive(Serialize, Deserialize, Default, utoipa::ToSchema)]

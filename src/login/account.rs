@@ -115,7 +115,7 @@ async fn current_factor(
     if right {
         return Ok(None);
     }
-    let max = setting::load::<LockoutPolicy>(&mut c, setting::INSTANCE).await?.value.max_otp_attempts;
+    let max = setting::effective::<LockoutPolicy>(&mut c, &u.org_id).await?.max_otp_attempts;
     let locked = credentials::otp_failed(&mut c, &u.user_id, max, now).await?;
     Ok(Some(if locked { |t: &Texts| t.err_locked } else { |t: &Texts| t.err_code_wrong }))
 }

@@ -327,8 +327,8 @@ pub async fn password(
     let now = state.clock.now();
     if !ok {
         if u.state == UserState::Active {
-            let max = match setting::load::<LockoutPolicy>(&mut c, setting::INSTANCE).await {
-                Ok(p) => p.value.max_password_attempts,
+            let max = match setting::effective::<LockoutPolicy>(&mut c, &u.org_id).await {
+                Ok(p) => p.max_password_attempts,
                 Err(e) => return store_fail(t, &headers, e),
             };
             match credentials::password_failed(&mut c, &u.user_id, max, now).await {

@@ -133,8 +133,8 @@ pub async fn totp(State(state): State<AppState>, Path(id): Path<String>, headers
     match used {
         Ok(true) => {}
         Ok(false) => {
-            let max = match setting::load::<LockoutPolicy>(&mut c, setting::INSTANCE).await {
-                Ok(p) => p.value.max_otp_attempts,
+            let max = match setting::effective::<LockoutPolicy>(&mut c, &u.org_id).await {
+                Ok(p) => p.max_otp_attempts,
                 Err(e) => return store_fail(t, &headers, e),
             };
             if let Err(e) = credentials::otp_failed(&mut c, &u.user_id, max, now).await {

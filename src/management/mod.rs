@@ -33,6 +33,14 @@ pub fn api() -> Table {
         .post("/policies/login", policies::add_login)
         .put("/policies/login", policies::update_login)
         .delete("/policies/login", policies::reset_login)
+        .get("/policies/lockout", policies::get_lockout)
+        .post("/policies/lockout", policies::add_lockout)
+        .put("/policies/lockout", policies::update_lockout)
+        .delete("/policies/lockout", policies::reset_lockout)
+        .get("/policies/password/complexity", policies::get_complexity)
+        .post("/policies/password/complexity", policies::add_complexity)
+        .put("/policies/password/complexity", policies::update_complexity)
+        .delete("/policies/password/complexity", policies::reset_complexity)
         .post("/orgs/me/domains/_search", orgs::list_domains)
         .delete("/orgs/me/domains/{domain}", orgs::remove_domain)
         .post("/orgs/me/domains/{domain}/_set_primary", orgs::set_primary_domain)
@@ -118,6 +126,14 @@ pub fn api() -> Table {
     policies::add_login,
     policies::update_login,
     policies::reset_login,
+    policies::get_lockout,
+    policies::add_lockout,
+    policies::update_lockout,
+    policies::reset_lockout,
+    policies::get_complexity,
+    policies::add_complexity,
+    policies::update_complexity,
+    policies::reset_complexity,
     orgs::add_domain,
     orgs::list_domains,
     orgs::remove_domain,

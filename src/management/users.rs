@@ -143,11 +143,7 @@ impl HumanInput {
 
 /// The password complexity policy in force for an organization.
 pub async fn complexity_policy(c: &mut Conn, org_id: &str) -> ApiResult<PasswordComplexityPolicy> {
-    let own = setting::load::<PasswordComplexityPolicy>(c, org_id).await?;
-    if own.times.is_some() {
-        return Ok(own.value);
-    }
-    Ok(setting::load::<PasswordComplexityPolicy>(c, setting::INSTANCE).await?.value)
+    Ok(setting::effective::<PasswordComplexityPolicy>(c, org_id).await?)
 }
 
 /// Checks a new password against the policy and hashes it.

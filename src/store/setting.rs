@@ -64,6 +64,16 @@ pub async fn load_locked<T: Setting>(tx: &mut Conn, owner_id: &str, now: i64) ->
     Ok(Loaded { value: from_json(&format!("setting {}", T::KIND), &body)?, times: Some((created, changed)) })
 }
 
+/// The setting in force for organization `org_id`: its own when it has one, else the
+/// instance's (`org_id` empty: the instance's).
+pub async fn effective<T: Setting>(c: &mut Conn, org_id: &str) -> Result<T> {
+    let own = load::<T>(c, org_id).await?;
+    if own.times.is_some() || org_id.is_empty() {
+        return Ok(own.value);
+    }
+    Ok(load::<T>(c, INSTANCE).await?.value)
+}
+
 /// [`load`] of a setting that was set, inside a write transaction that holds it until the
 /// transaction ends (PostgreSQL: `FOR UPDATE`; SQLite's write transaction holds the database);
 /// `None` when it was never set (nothing is stored meanwhile, unlike [`load_locked`]).

@@ -221,3 +221,81 @@ on_both!(an_organizations_own_login_policy, |srv| {
     let (_, page) = crate::login::start(srv, &b, &[("prompt", "create")]).await;
     assert!(page.html.contains("name=\"first_name\""), "{}", page.html);
 });
+
+// An organization's own lockout and password complexity policies: managed like its login policy
+// and applied to its users only.
+on_both!(an_organizations_own_lockout_and_complexity_policies, |srv| {
+    use crate::browser::Browser;
+    let r = srv.post("/management/v1/orgs", json!({"name": "Initech"})).await;
+    let initech = r.ok()["id"].as_str().unwrap().to_string();
+    let on = |m: &'static str, path: &'static str, b: serde_json::Value| {
+        let org = initech.clone();
+        async move { srv.call_as(Some(&srv.pat), Some(&org), m, path, b).await }
+    };
+    let r = on(
+        "POST",
+        "/management/v1/users/human",
+        json!({"userName": "alice", "profile": {"firstName": "Alice", "lastName": "A"},
+               "email": {"email": "alice@initech.example", "isEmailVerified": true}}),
+    )
+    .await;
+    let alice = r.ok()["userId"].as_str().unwrap().to_string();
+    let set_password = |id: String, pw: &'static str| {
+        let org = initech.clone();
+        async move {
+            srv.call_as(
+                Some(&srv.pat),
+                Some(&org),
+                "POST",
+                &format!("/management/v1/users/{id}/password"),
+                json!({"password": pw, "noChangeRequired": true}),
+            )
+            .await
+        }
+    };
+    set_password(alice.clone(), "Wonder-land1").await.ok();
+    let bob = crate::browser::human(srv, "bob", "Builder-Pw1").await;
+
+    const LOCKOUT: &str = "/management/v1/policies/lockout";
+    const COMPLEXITY: &str = "/management/v1/policies/password/complexity";
+    assert_eq!(on("GET", LOCKOUT, json!(null)).await.ok()["policy"]["isDefault"], true);
+    on("PUT", LOCKOUT, json!({"maxPasswordAttempts": 2})).await.err(404, 5);
+    on("POST", LOCKOUT, json!({"maxPasswordAttempts": 5000})).await.err(400, 3);
+    on("POST", LOCKOUT, json!({"maxPasswordAttempts": 3})).await.ok();
+    on("POST", LOCKOUT, json!({"maxPasswordAttempts": 2})).await.err(409, 6);
+    on("PUT", LOCKOUT, json!({"maxPasswordAttempts": 2})).await.ok();
+    let p = on("GET", LOCKOUT, json!(null)).await;
+    assert_eq!(p.ok()["policy"]["maxPasswordAttempts"], "2");
+    assert_eq!(p.body["policy"]["isDefault"], false);
+
+    // alice is locked after two wrong passwords; bob, under the instance's policy (no lockout),
+    // is not after three.
+    for (name, n) in [("alice", 2), ("bob", 3)] {
+        for _ in 0..n {
+            let b = Browser::new(srv);
+            let (id, page) = crate::login::start(srv, &b, &[]).await;
+            let r = b.sign_in(&id, &page, name, "not-the-password").await;
+            assert!(r.html.contains("The login name or the password is wrong."), "{}", r.html);
+        }
+    }
+    let mut c = srv.state.db.conn().await.unwrap();
+    let state = |u: Option<latch::store::user::User>| u.unwrap().state;
+    assert_eq!(state(latch::store::user::get(&mut c, &alice).await.unwrap()), latch::domain::enums::UserState::Locked);
+    assert_eq!(state(latch::store::user::get(&mut c, &bob).await.unwrap()), latch::domain::enums::UserState::Active);
+    drop(c);
+
+    // Its complexity policy applies to its users' new passwords only.
+    on("POST", COMPLEXITY, json!({"minLength": 0})).await.err(400, 3);
+    on("POST", COMPLEXITY, json!({"minLength": 20})).await.ok();
+    assert_eq!(on("GET", COMPLEXITY, json!(null)).await.ok()["policy"]["minLength"], "20");
+    set_password(alice.clone(), "Short-Passw0rd1").await.err(400, 3);
+    set_password(alice.clone(), "A-much-longer-Passw0rd").await.ok();
+    srv.post(&format!("/management/v1/users/{bob}/password"), json!({"password": "Short-Passw0rd1"})).await.ok();
+
+    // Reset: the instance's again.
+    on("DELETE", COMPLEXITY, json!(null)).await.ok();
+    on("DELETE", COMPLEXITY, json!(null)).await.err(404, 5);
+    on("DELETE", LOCKOUT, json!(null)).await.ok();
+    assert_eq!(on("GET", LOCKOUT, json!(null)).await.ok()["policy"]["isDefault"], true);
+    set_password(alice, "Short-Passw0rd1").await.ok();
+});
