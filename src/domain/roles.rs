@@ -14,6 +14,8 @@ pub enum Permission {
     WebKeyRead,
     WebKeyWrite,
     OrgCreate,
+    /// Reading users of any organization (GetUserByLoginNameGlobal).
+    UserGlobalRead,
     // Organization scope.
     OrgRead,
     OrgWrite,
@@ -53,6 +55,7 @@ impl Permission {
                 | WebKeyRead
                 | WebKeyWrite
                 | OrgCreate
+                | UserGlobalRead
         )
     }
 
@@ -63,6 +66,7 @@ impl Permission {
                 | IamMemberRead
                 | IamPolicyRead
                 | WebKeyRead
+                | UserGlobalRead
                 | OrgRead
                 | OrgMemberRead
                 | PolicyRead
@@ -106,7 +110,14 @@ pub fn grants(role: &str, perm: Permission) -> bool {
         "IAM_USER_MANAGER" => {
             matches!(
                 perm,
-                OrgRead | UserRead | UserWrite | UserDelete | UserGrantRead | UserGrantWrite | UserGrantDelete
+                OrgRead
+                    | UserRead
+                    | UserWrite
+                    | UserDelete
+                    | UserGrantRead
+                    | UserGrantWrite
+                    | UserGrantDelete
+                    | UserGlobalRead
             )
         }
         "ORG_OWNER" => !perm.is_instance_scope(),

@@ -4,6 +4,7 @@
 pub mod app_keys;
 pub mod apps;
 pub mod compliance;
+pub mod global;
 pub mod grants;
 pub mod import;
 pub mod machine;
@@ -64,6 +65,8 @@ pub fn api() -> Table {
         .post("/users/{user_id}/_unlock", users::unlock)
         .post("/users/{user_id}/password", users::set_password)
         .post("/users/{user_id}/password/_reset", user_mail::send_password_reset)
+        .post("/users/{user_id}/password/_initialize", users::set_initial_password)
+        .get("/global/users/_by_login_name", global::user_by_login_name)
         .get("/users/{user_id}/email", users::get_email)
         .put("/users/{user_id}/email", users::update_email)
         .put("/users/{user_id}/profile", users::update_profile)
@@ -151,6 +154,8 @@ pub fn api() -> Table {
     users::update_username,
     user_mail::is_unique,
     user_mail::send_password_reset,
+    users::set_initial_password,
+    global::user_by_login_name,
     user_mail::resend_email_verification,
     user_mail::resend_initialization,
     users::deactivate,

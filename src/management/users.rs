@@ -322,7 +322,7 @@ pub fn require_human(u: &User) -> ApiResult<&Human> {
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct GetUserResponse {
-    user: UserView,
+    pub(crate) user: UserView,
 }
 
 #[utoipa::path(get, path = "/users/{user_id}", responses((status = 200, body = GetUserResponse)))]
@@ -629,6 +629,44 @@ pub async fn remove(
 pub struct SetPasswordRequest {
     password: String,
     no_change_required: bool,
+}
+
+#[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
+#[serde(default)]
+pub struct InitialPasswordRequest {
+    password: String,
+}
+
+/// SetHumanInitialPassword: a first password for a human who has none yet. As every password an
+/// administrator sets, it is to be changed at the first sign-in; initial-password codes sent
+/// before are void.
+#[utoipa::path(post, path = "/users/{user_id}/password/_initialize", request_body = InitialPasswordRequest, responses((status = 200, body = DetailsResponse)))]
+pub async fn set_initial_password(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    ApiJson(req): ApiJson<InitialPasswordRequest>,
+) -> ApiResult<Json<DetailsResponse>> {
+    caller.require(Permission::UserWrite)?;
+    let initialised = || ApiError::precondition("the user has a password already").with_id("USER-AlreadyInitialised");
+    {
+        let mut c = state.db.conn().await?;
+        let u = load_user_to_change(&mut c, &caller, &user_id).await?;
+        if require_human(&u)?.password_hash.is_some() {
+            return Err(initialised());
+        }
+    }
+    let hash = hash_new_password(&state, &caller.org_id, "SetHumanInitialPasswordRequest", &req.password).await?;
+    let now = state.clock.now();
+    let mut tx = state.db.begin().await?;
+    // Read again in the write transaction: a password set meanwhile stays.
+    let u = load_user_to_change(&mut tx, &caller, &user_id).await?;
+    if require_human(&u)?.password_hash.is_some() {
+        return Err(initialised());
+    }
+    user::set_password(&mut tx, &u.user_id, &hash, true, now).await?;
+    tx.commit().await?;
+    Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
 }
 
 #[utoipa::path(post, path = "/users/{user_id}/password", request_body = SetPasswordRequest, responses((status = 200, body = DetailsResponse)))]

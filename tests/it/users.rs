@@ -501,3 +501,57 @@ on_both!(codes_mailed_again_and_names_checked_for_uniqueness, |srv| {
     assert!(!unique("email=Alice%40Example.com").await);
     srv.get("/management/v1/users/_is_unique?userName=a&userName=b").await.err(400, 3);
 });
+
+on_both!(a_user_found_by_login_name_in_any_organization_and_an_initial_password_set, |srv| {
+    let r = srv.post("/management/v1/orgs", json!({"name": "Initech"})).await;
+    let initech = r.ok()["id"].as_str().unwrap().to_string();
+    let r = srv
+        .call_as(
+            Some(&srv.pat),
+            Some(&initech),
+            "POST",
+            "/management/v1/users/human",
+            json!({"userName": "alice", "profile": {"firstName": "Alice", "lastName": "A"},
+                   "email": {"email": "alice@example.com"}}),
+        )
+        .await;
+    let alice = r.ok()["userId"].as_str().unwrap().to_string();
+    // By user name, or by user name at one of the organization's domains; not by address.
+    let by = |name: &'static str| async move {
+        srv.get(&format!("/management/v1/global/users/_by_login_name?loginName={name}")).await
+    };
+    assert_eq!(by("alice").await.ok()["user"]["id"], alice.as_str());
+    assert_eq!(by("ALICE@initech.127.0.0.1").await.ok()["user"]["id"], alice.as_str());
+    by("alice@example.com").await.err(404, 5);
+    by("alice@other.example").await.err(404, 5);
+    by("").await.err(400, 3);
+    srv.get("/management/v1/global/users/_by_login_name").await.err(400, 3);
+    srv.get("/management/v1/global/users/_by_login_name?loginName=a&loginName=b").await.err(400, 3);
+    // It needs an instance role: an organization owner may not look across organizations.
+    let (_, owner) = srv.machine_with_roles(None, "owner", &["ORG_OWNER"]).await;
+    let r = srv.call_as(
+        Some(&owner),
+        None,
+        "GET",
+        "/management/v1/global/users/_by_login_name?loginName=alice",
+        json!(null),
+    );
+    r.await.err(403, 7);
+
+    // SetHumanInitialPassword: once, for a user who has none, under the password rules; to be
+    // changed at the first sign-in.
+    let init_path = format!("/management/v1/users/{alice}/password/_initialize");
+    let init = |body: serde_json::Value| srv.call_as(Some(&srv.pat), Some(&initech), "POST", &init_path, body);
+    init(json!({"password": "short"})).await.err(400, 3);
+    init(json!({"password": "Wonder-land1"})).await.ok();
+    init(json!({"password": "Wonder-land2"})).await.err(400, 9);
+    let mut c = srv.state.db.conn().await.unwrap();
+    let u = latch::store::user::get(&mut c, &alice).await.unwrap().unwrap();
+    assert_eq!(u.state, latch::domain::enums::UserState::Active);
+    assert!(u.human().unwrap().password_change_required);
+    drop(c);
+    let (robot, _) = srv.machine_with_roles(None, "robot", &[]).await;
+    srv.post(&format!("/management/v1/users/{robot}/password/_initialize"), json!({"password": "Wonder-land1"}))
+        .await
+        .err(400, 9);
+});
