@@ -41,8 +41,9 @@ pub async fn send_paced(state: &AppState, c: &mut Conn, u: &User, purpose: &str,
 
 /// [`send`] for the first time a page shows a code's step: a code sent before that can still be
 /// used stays (one an administrator mailed, or one the person asked for earlier and is about to
-/// type); a new one goes out only when there is none, or it is spent or expired. Asking for a
-/// new code on the page ([`send_paced`]) replaces it.
+/// type); a new one goes out only when there is none, when it expired, or when its tries are
+/// spent and it is older than [`RESEND_AFTER`] (a new sign-in request reaches this step again, so
+/// it keeps the pacing too). Asking for a new code on the page ([`send_paced`]) replaces it.
 pub async fn send_unless_usable(
     state: &AppState,
     c: &mut Conn,
@@ -50,7 +51,7 @@ pub async fn send_unless_usable(
     purpose: &str,
     t: &Texts,
 ) -> Result<(), StoreError> {
-    send_unless(state, c, u, purpose, t, Replace::UnlessUsable).await
+    send_unless(state, c, u, purpose, t, Replace::UnlessUsable(state.clock.now() - RESEND_AFTER)).await
 }
 
 async fn send_unless(

@@ -74,6 +74,9 @@ pub async fn resend_initialization(
     if u.state != UserState::Initial || h.password_hash.is_some() {
         return Err(ApiError::precondition("the user has a password already").with_id("USER-AlreadyInitialised"));
     }
+    if !u.org_active {
+        return Err(ApiError::precondition("the user's organization is deactivated").with_id("USER-NotActive"));
+    }
     if !email.is_empty() && email != h.email {
         user::update_email(&mut tx, &u.user_id, email, false, now).await?;
         user_code::delete_all(&mut tx, &u.user_id).await?;

@@ -20,8 +20,10 @@ pub enum Replace {
     /// Not an unexpired code created after this time, even one whose tries are spent: the login
     /// pages' pacing, which spending a code's tries must not speed up.
     CreatedUpTo(i64),
-    /// Not a code that can still be used (unexpired, tries left).
-    UnlessUsable,
+    /// Not a code that can still be used (unexpired, tries left), nor one whose tries are spent
+    /// that was created after this time: the first showing of a code's step, which a new
+    /// sign-in request reaches again, so it keeps the pacing too.
+    UnlessUsable(i64),
 }
 
 /// Stores a new code for `purpose` in place of the user's earlier one, as `replace` allows
@@ -35,15 +37,18 @@ pub async fn put(
     expires_at: i64,
     replace: Replace,
 ) -> Result<bool> {
-    let (created_up_to, spent_at) = match replace {
-        Replace::Always => (i64::MAX, ATTEMPTS),
-        Replace::CreatedUpTo(t) => (t, i64::MAX),
-        Replace::UnlessUsable => (i64::MIN, ATTEMPTS),
+    // Replaced when expired, or created up to `created_up_to`, or spent and created up to
+    // `spent_up_to`.
+    let (created_up_to, spent_up_to) = match replace {
+        Replace::Always => (i64::MAX, i64::MAX),
+        Replace::CreatedUpTo(t) => (t, i64::MIN),
+        Replace::UnlessUsable(t) => (i64::MIN, t),
     };
     let r = sqlx::query(
         "INSERT INTO user_code (user_id, purpose, code_hash, attempts, created_at, expires_at) VALUES ($1, $2, $3, 0, $4, $5) \
          ON CONFLICT (user_id, purpose) DO UPDATE SET code_hash = $3, attempts = 0, created_at = $4, expires_at = $5 \
-         WHERE user_code.created_at <= $6 OR user_code.attempts >= $7 OR user_code.expires_at <= $4",
+         WHERE user_code.created_at <= $6 OR (user_code.attempts >= $7 AND user_code.created_at <= $8) \
+         OR user_code.expires_at <= $4",
     )
     .bind(user_id)
     .bind(purpose)
@@ -51,7 +56,8 @@ pub async fn put(
     .bind(now)
     .bind(expires_at)
     .bind(created_up_to)
-    .bind(spent_at)
+    .bind(ATTEMPTS)
+    .bind(spent_up_to)
     .execute(&mut *c)
     .await?;
     Ok(r.rows_affected() == 1)

@@ -934,8 +934,8 @@ async fn authorize_with(b: &Browser, q: &[(&'static str, String)]) -> (Option<St
 
 on_both!(a_forgotten_password_is_reset_by_code, |srv| {
     let fred = human(srv, "fred", "Fred-Passw0rd").await;
-    let (client_id, _, _) = oidc_app(srv, json!({})).await;
-    let (_, challenge) = pkce();
+    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
+    let (verifier, challenge) = pkce();
     let query = |prompt: &'static str| {
         let mut q = vec![
             ("client_id", client_id.clone()),
@@ -954,7 +954,14 @@ on_both!(a_forgotten_password_is_reset_by_code, |srv| {
     let first = Browser::new(srv);
     let (id, page) = authorize_with(&first, &query("")).await;
     let done = first.sign_in(&id.unwrap(), &page, "fred", "Fred-Passw0rd").await;
-    assert!(param(&done.redirect_params(), "code").is_some(), "{}", done.html);
+    let code = param(&done.redirect_params(), "code").unwrap().to_string();
+    let tokens =
+        crate::token::exchange_code(srv, Some((&client_id, secret.as_deref().unwrap())), &code, &verifier).await;
+    let access = tokens.ok()["access_token"].as_str().unwrap().to_string();
+    let userinfo = |at: String| async move {
+        reqwest::Client::new().get(srv.url("/oidc/v1/userinfo")).bearer_auth(at).send().await.unwrap().status()
+    };
+    assert_eq!(userinfo(access.clone()).await, 200);
     srv.clock.advance(1);
 
     // In another, he has forgotten it: a code by e-mail, then a new password.
@@ -991,9 +998,10 @@ on_both!(a_forgotten_password_is_reset_by_code, |srv| {
     let (id2, page2) = authorize_with(&again, &query("")).await;
     let new = again.sign_in(&id2.unwrap(), &page2, "fred", "Fred-Neu-Passw0rd").await;
     assert!(param(&new.redirect_params(), "code").is_some(), "{}", new.html);
-    // The reset ended fred's earlier session.
+    // The reset ended fred's earlier session and its tokens.
     let (_, sso) = authorize_with(&first, &query("none")).await;
     assert_eq!(param(&sso.redirect_params(), "error"), Some("login_required"), "{:?}", sso.location);
+    assert_eq!(userinfo(access).await, 401);
 
     // An administrator may send the code; not by text message, not to a user without a password.
     let reset_path = format!("/management/v1/users/{fred}/password/_reset");
@@ -1052,6 +1060,34 @@ on_both!(a_forgotten_password_is_reset_by_code, |srv| {
     srv.post(&format!("/management/v1/users/{fred}/_lock"), json!({})).await.ok();
     reset(json!({})).await.err(400, 9);
     srv.post(&format!("/management/v1/users/{fred}/_unlock"), json!({})).await.ok();
+
+    // Spending a code's tries and starting a new sign-in does not mail faster than once a
+    // minute either.
+    srv.clock.advance(61);
+    let sent = srv.outbox_to("fred@example.com").len();
+    for (round, mails) in [(0, 1), (1, 1), (2, 2)] {
+        if round == 2 {
+            srv.clock.advance(61);
+        }
+        let b = Browser::new(srv);
+        let (id, page) = authorize_with(&b, &query("")).await;
+        let id = id.unwrap();
+        let named =
+            b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "fred")]).await;
+        let code_page = b.post(&format!("/ui/login/{id}/init_password/request"), &[("csrf", &named.csrf())]).await;
+        for _ in 0..5 {
+            let fields = [
+                ("csrf", code_page.csrf()),
+                ("code", "WRONG000".to_string()),
+                ("password", "Fred-Neu-Passw0rd".to_string()),
+                ("password_repeat", "Fred-Neu-Passw0rd".to_string()),
+            ];
+            let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            b.post(&format!("/ui/login/{id}/init_password"), &fields).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(srv.outbox_to("fred@example.com").len(), sent + mails, "round {round}");
+    }
 
     // The login policy may hide password reset: the page offers only initial passwords, a
     // user with a password is sent no code, and the call is refused.

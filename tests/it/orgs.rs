@@ -268,8 +268,18 @@ on_both!(deactivated_and_removed_organizations, |srv| {
     srv.delete("/management/v1/orgs/me").await.err(400, 9);
     // Reactivating an active organization is a failed precondition.
     on("POST", "/management/v1/orgs/me/_reactivate".into(), json!({})).await.err(400, 9);
+    let r = on(
+        "POST",
+        "/management/v1/users/human".into(),
+        json!({"userName": "newbie", "profile": {"firstName": "New", "lastName": "B"},
+               "email": {"email": "newbie@initech.example"}}),
+    )
+    .await;
+    let newbie = r.ok()["userId"].as_str().unwrap().to_string();
     on("POST", "/management/v1/orgs/me/_deactivate".into(), json!({})).await.ok();
     on("POST", "/management/v1/orgs/me/_deactivate".into(), json!({})).await.err(400, 9);
+    // Nor is a code mailed to a user who could not use it.
+    on("POST", format!("/management/v1/users/{newbie}/_resend_initialization"), json!({})).await.err(400, 9);
     let o = on("GET", "/management/v1/orgs/me".into(), json!(null)).await;
     assert_eq!(o.ok()["org"]["state"], "ORG_STATE_INACTIVE");
 
