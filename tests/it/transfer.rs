@@ -393,6 +393,8 @@ on_both!(the_migration_tool_body_adds_users_to_an_existing_org, |srv| {
 on_both!(a_failing_org_is_left_whole_and_the_others_go_on, |srv| {
     let org = srv.get("/management/v1/orgs/me").await.ok()["org"]["id"].as_str().unwrap().to_string();
     srv.post("/management/v1/users/human/_import", record("taken", Some(AUTH0_BCRYPT), true)).await.ok();
+    // An imported login policy takes the instance's lifetimes where it leaves them out.
+    srv.put("/admin/v1/policies/login", json!({"passwordCheckLifetime": "3600s"})).await.ok();
     let before = counts(srv).await;
     let doc = json!({"orgs": [
         {"orgId": "org-bad", "org": {"name": "Bad"}, "humanUsers": [
@@ -411,7 +413,7 @@ on_both!(a_failing_org_is_left_whole_and_the_others_go_on, |srv| {
         ]},
         {"orgId": "org-nameless", "humanUsers": [{"userId": "n-1", "user": record("nameless", None, true)}]},
         {"orgId": "org-good", "org": {"name": "Good"}, "humanUsers": [
-            {"userId": "g-1", "user": record("good", Some(AUTH0_BCRYPT), true)}]},
+            {"userId": "g-1", "user": record("good", Some(AUTH0_BCRYPT), true)}], "loginPolicy": {"forceMfa": true}},
         {"orgId": org, "projects": [{"projectId": "p-x", "project": {"name": "X"}}],
          "userGrants": [{"userId": "nobody", "projectId": "p-x"}, {"userId": "g-1", "projectId": "p-missing"}]},
     ]});
@@ -440,8 +442,12 @@ on_both!(a_failing_org_is_left_whole_and_the_others_go_on, |srv| {
     after[0] += 1; // org
     after[1] += 1; // its generated domain
     after[2] += 1; // its user
+    after[8] += 1; // its login policy
     assert_eq!(counts(srv).await, after);
     srv.get("/admin/v1/orgs/org-bad").await.err(404, 5);
+    let p = srv.call_as(Some(&srv.pat), Some("org-good"), "GET", "/management/v1/policies/login", json!(null)).await;
+    assert_eq!(p.ok()["policy"]["forceMfa"], true);
+    assert_eq!(p.body["policy"]["passwordCheckLifetime"], "3600s", "the instance's, where the document is silent");
 });
 
 on_both!(bad_requests_get_clear_errors, |srv| {

@@ -111,6 +111,8 @@ pub struct Outcome {
 /// What the target already has of the organization.
 #[derive(Default)]
 struct Existing {
+    /// The instance's login policy: an imported one takes its lifetimes where it is silent.
+    instance_login: LoginPolicy,
     org: Option<org::Org>,
     domains: HashSet<String>,
     has_login: bool,
@@ -125,7 +127,8 @@ struct Existing {
 }
 
 async fn existing(c: &mut Conn, org_id: &str) -> ApiResult<Existing> {
-    let Some(o) = org::get(c, org_id).await? else { return Ok(Existing::default()) };
+    let instance_login = setting::load::<LoginPolicy>(c, setting::INSTANCE).await?.value;
+    let Some(o) = org::get(c, org_id).await? else { return Ok(Existing { instance_login, ..Existing::default() }) };
     let projects: Vec<Project> = project::list_by_org(c, org_id).await?;
     let mut project_members = HashSet::new();
     for p in &projects {
@@ -134,6 +137,7 @@ async fn existing(c: &mut Conn, org_id: &str) -> ApiResult<Existing> {
         }
     }
     Ok(Existing {
+        instance_login,
         org: Some(o),
         domains: org::domains(c, org_id).await?.into_iter().map(|d| d.domain).collect(),
         has_login: setting::load::<LoginPolicy>(c, org_id).await?.times.is_some(),
@@ -358,7 +362,7 @@ fn check_org(
         if ex.has_login {
             ck.skip("login_policy", &org_id);
         } else {
-            match p.to_policy("DataOrg.loginPolicy", &LoginPolicy::default()) {
+            match p.to_policy("DataOrg.loginPolicy", &ex.instance_login) {
                 Ok(p) => plan.login = Some(p),
                 Err(e) => ck.fail("login_policy", &org_id, e.message),
             }
