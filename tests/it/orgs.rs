@@ -289,6 +289,25 @@ on_both!(deactivated_and_removed_organizations, |srv| {
     let refresh = [("grant_type", "refresh_token"), ("refresh_token", t["refresh_token"].as_str().unwrap())];
     token(srv, Some((&client_id, &secret)), &refresh).await.err(400, "invalid_grant");
     cc().await.err(401, "invalid_client");
+    // The jwt-bearer grant too, with a key added meanwhile (the API keeps working on it).
+    let k = on("POST", format!("/management/v1/users/{printer}/keys"), json!({"type": "KEY_TYPE_JSON"})).await;
+    let file: serde_json::Value = serde_json::from_slice(
+        &base64::Engine::decode(&base64::engine::general_purpose::STANDARD, k.ok()["keyDetails"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    let key = jsonwebtoken::EncodingKey::from_rsa_pem(file["key"].as_str().unwrap().as_bytes()).unwrap();
+    let kid = file["keyId"].as_str().unwrap().to_string();
+    let bearer = |jti: &'static str| {
+        let n = latch::clock::Clock::now(&*srv.clock);
+        let claims = json!({"iss": printer, "sub": printer, "aud": srv.base, "iat": n, "exp": n + 300, "jti": jti});
+        let assertion = crate::token::sign(&kid, &key, &claims);
+        async move {
+            let grant = [("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", &assertion)];
+            token(srv, None, &grant).await
+        }
+    };
+    bearer("j-1").await.err(400, "invalid_grant");
     let mut none = code_query(&client_id, &challenge);
     none.push(("prompt", "none"));
     let (_, r) = b.authorize(&none).await;
@@ -312,6 +331,7 @@ on_both!(deactivated_and_removed_organizations, |srv| {
     assert_eq!(userinfo(t["access_token"].as_str().unwrap().to_string()).await, 401);
     assert_eq!(userinfo(machine_token).await, 401);
     cc().await.ok();
+    bearer("j-2").await.ok();
 
     // The instance's last owner who can act is a user of Initech: neither call is allowed.
     let (boss, boss_pat) = srv.machine_with_roles(Some(&initech), "boss", &[]).await;
