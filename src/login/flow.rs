@@ -290,11 +290,15 @@ pub async fn show(
             Err(e) => return store_fail(f.t, headers, e),
         }
     }
-    let can_register = match registration_policy(state, c).await {
-        Ok(p) => p.allow_register,
-        Err(e) => return store_fail(f.t, headers, e),
-    };
     let step = f.next_step(!sessions.is_empty());
+    // Only the login-name page (its link) and registration ask.
+    let can_register = match step {
+        Step::LoginName | Step::Register => match registration_policy(state, c).await {
+            Ok(p) => p.allow_register,
+            Err(e) => return store_fail(f.t, headers, e),
+        },
+        _ => false,
+    };
     let (t, id, csrf) = (f.t, f.row.auth_request_id.clone(), f.row.csrf_token.clone());
     let origin = f.redirect_origin();
     let form_action = origin.as_deref();
