@@ -26,7 +26,7 @@ use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::domain::settings::{Features, LoginPolicy, OidcSettings};
+use crate::domain::settings::{Features, LockoutPolicy, LoginPolicy, OidcSettings};
 use crate::store::app::App;
 use crate::store::key::{self, PublicKey};
 use crate::store::org::Org;
@@ -116,6 +116,8 @@ pub struct ConfigCache {
     oidc: Ttl<OidcSettings>,
     /// Login policies by organization id ("" for the instance's).
     login: Ttl<LoginPolicy>,
+    /// Lockout policies by organization id, as the login policies.
+    lockout: Ttl<LockoutPolicy>,
     /// The instance's default organization (key "").
     default_org: Ttl<Option<String>>,
     /// The instance's feature flags (the discovery document reflects two of them).
@@ -139,6 +141,7 @@ impl Default for ConfigCache {
             orgs: Ttl::new(),
             oidc: Ttl::new(),
             login: Ttl::new(),
+            lockout: Ttl::new(),
             default_org: Ttl::new(),
             features: Ttl::new(),
             users: Ttl::new(),
@@ -195,6 +198,14 @@ impl ConfigCache {
     pub async fn login_policy_of(&self, c: &mut impl Source, org_id: &str) -> Result<LoginPolicy> {
         let load = async { setting::effective::<LoginPolicy>(c.conn().await?, org_id).await };
         self.cached(&self.login, org_id, load).await
+    }
+
+    /// The lockout policy of organization `org_id`: its own when it has one, else the instance's.
+    /// Read on every wrong password or code of a known user: cached, so that such an answer
+    /// takes no longer than one for an unknown name.
+    pub async fn lockout_policy_of(&self, c: &mut impl Source, org_id: &str) -> Result<LockoutPolicy> {
+        let load = async { setting::effective::<LockoutPolicy>(c.conn().await?, org_id).await };
+        self.cached(&self.lockout, org_id, load).await
     }
 
     /// The instance's default organization, where registration puts new users.
@@ -280,6 +291,7 @@ impl ConfigCache {
         self.orgs.clear();
         self.oidc.clear();
         self.login.clear();
+        self.lockout.clear();
         self.default_org.clear();
         self.features.clear();
         self.users.clear();

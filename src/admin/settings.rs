@@ -408,8 +408,9 @@ impl ComplexityView {
 impl PutComplexityRequest {
     /// The checked policy (`r`: the request's name in messages).
     pub fn to_policy(&self, r: &str) -> ApiResult<PasswordComplexityPolicy> {
-        if !(1..=64).contains(&self.min_length) {
-            return Err(ApiError::invalid(format!("invalid {r}.minLength: must be between 1 and 64")));
+        // 72: what an import accepts too (bcrypt's limit, which other systems' policies respect).
+        if !(1..=72).contains(&self.min_length) {
+            return Err(ApiError::invalid(format!("invalid {r}.minLength: must be between 1 and 72")));
         }
         Ok(PasswordComplexityPolicy {
             min_length: self.min_length as i64,

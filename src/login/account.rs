@@ -19,11 +19,10 @@ use super::i18n::{self, Texts};
 use super::pages;
 use crate::app::AppState;
 use crate::crypto::totp;
-use crate::domain::settings::LockoutPolicy;
 use crate::oauth::authorize::browser_sessions;
+use crate::store::credentials;
 use crate::store::session::Session;
 use crate::store::user::User;
-use crate::store::{credentials, setting};
 
 #[derive(Deserialize, Default)]
 pub struct Which {
@@ -115,7 +114,7 @@ async fn current_factor(
     if right {
         return Ok(None);
     }
-    let max = setting::effective::<LockoutPolicy>(&mut c, &u.org_id).await?.max_otp_attempts;
+    let max = state.cache.lockout_policy_of(&mut c, &u.org_id).await?.max_otp_attempts;
     let locked = credentials::otp_failed(&mut c, &u.user_id, max, now).await?;
     Ok(Some(if locked { |t: &Texts| t.err_locked } else { |t: &Texts| t.err_code_wrong }))
 }

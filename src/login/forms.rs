@@ -12,11 +12,10 @@ use super::flow::{Flow, Start, Step, fail, not_signing_in, show, store_fail};
 use super::i18n::Texts;
 use crate::app::AppState;
 use crate::domain::enums::UserState;
-use crate::domain::settings::LockoutPolicy;
 use crate::management::users::{EmailInput, HumanInput, ProfileInput, complexity_policy, insert_human};
 use crate::oauth::authorize::browser_sessions;
 use crate::oauth::authorize::request::Prompt;
-use crate::store::{Conn, StoreError, credentials, instance, setting, user, user_code};
+use crate::store::{Conn, StoreError, credentials, instance, user, user_code};
 
 pub use super::codes::{INIT, RESET, VERIFY};
 
@@ -327,7 +326,7 @@ pub async fn password(
     let now = state.clock.now();
     if !ok {
         if u.state == UserState::Active {
-            let max = match setting::effective::<LockoutPolicy>(&mut c, &u.org_id).await {
+            let max = match state.cache.lockout_policy_of(&mut c, &u.org_id).await {
                 Ok(p) => p.max_password_attempts,
                 Err(e) => return store_fail(t, &headers, e),
             };

@@ -12,8 +12,7 @@ use super::flow::{Flow, Step, fail, not_signing_in, show, store_fail};
 use super::forms::{TotpForm, begin, reload_user, too_many};
 use crate::app::AppState;
 use crate::domain::enums::UserState;
-use crate::domain::settings::LockoutPolicy;
-use crate::store::{Conn, StoreError, credentials, setting};
+use crate::store::{Conn, StoreError, credentials};
 
 /// The offered key is sealed to the request and its user: a user chosen later on the same
 /// request (another name typed) opens no key offered to the one before.
@@ -133,7 +132,7 @@ pub async fn totp(State(state): State<AppState>, Path(id): Path<String>, headers
     match used {
         Ok(true) => {}
         Ok(false) => {
-            let max = match setting::effective::<LockoutPolicy>(&mut c, &u.org_id).await {
+            let max = match state.cache.lockout_policy_of(&mut c, &u.org_id).await {
                 Ok(p) => p.max_otp_attempts,
                 Err(e) => return store_fail(t, &headers, e),
             };

@@ -27,9 +27,10 @@ pub async fn user_by_login_name(
             return Err(ApiError::invalid("invalid request: loginName is given twice"));
         }
     }
-    let name = name.filter(|n| !n.is_empty() && n.chars().count() <= 200 && !n.chars().any(char::is_control));
+    // A user name (200) at a domain (200).
+    let name = name.filter(|n| !n.is_empty() && n.chars().count() <= 401 && !n.chars().any(char::is_control));
     let Some(name) = name else {
-        return Err(ApiError::invalid("invalid GetUserByLoginNameGlobalRequest.loginName: 1 to 200 characters"));
+        return Err(ApiError::invalid("invalid GetUserByLoginNameGlobalRequest.loginName: 1 to 401 characters"));
     };
     let mut c = state.db.conn().await?;
     let found = match user::get_by_username(&mut c, &name).await? {

@@ -638,8 +638,8 @@ pub struct InitialPasswordRequest {
 }
 
 /// SetHumanInitialPassword: a first password for a human who has none yet. As every password an
-/// administrator sets, it is to be changed at the first sign-in; initial-password codes sent
-/// before are void.
+/// administrator sets, it is to be changed at the first sign-in and ends what the user held
+/// before (tokens, sessions); initial-password codes sent before are void.
 #[utoipa::path(post, path = "/users/{user_id}/password/_initialize", request_body = InitialPasswordRequest, responses((status = 200, body = DetailsResponse)))]
 pub async fn set_initial_password(
     State(state): State<AppState>,
@@ -664,7 +664,12 @@ pub async fn set_initial_password(
     if require_human(&u)?.password_hash.is_some() {
         return Err(initialised());
     }
-    user::set_password(&mut tx, &u.user_id, &hash, true, now).await?;
+    // Only if none was set meanwhile (on PostgreSQL the read above holds no lock).
+    if !user::set_initial_password(&mut tx, &u.user_id, &hash, now).await? {
+        return Err(initialised());
+    }
+    // As for every password an administrator sets: what the user held before ends.
+    user::cut_off_tokens(&mut tx, &u.user_id, now).await?;
     tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
 }

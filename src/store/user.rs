@@ -423,6 +423,25 @@ pub async fn set_password(c: &mut Conn, user_id: &str, hash: &str, change_requir
     Ok(r.rows_affected() == 1)
 }
 
+/// [`set_password`] for a human who has none yet (false: one has been set meanwhile, which stays);
+/// to be changed at the first sign-in.
+pub async fn set_initial_password(c: &mut Conn, user_id: &str, hash: &str, now: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE account SET password_hash = $1, password_change_required = 1, password_changed_at = $2, \
+         changed_at = $2, failed_password_attempts = 0, state = CASE WHEN state = 6 THEN 1 ELSE state END \
+         WHERE user_id = $3 AND user_type = 1 AND password_hash IS NULL",
+    )
+    .bind(hash)
+    .bind(now)
+    .bind(user_id)
+    .execute(&mut *c)
+    .await?;
+    if r.rows_affected() == 1 {
+        drop_password_codes(c, user_id).await?;
+    }
+    Ok(r.rows_affected() == 1)
+}
+
 /// [`set_password`] with a code mailed to the user's address, in one statement: the address is
 /// verified too and, for a reset (`cut_off`), the user's tokens and sessions issued before end
 /// (see [`cut_off_tokens`]), so that no new password stands while the old one's sessions live on.

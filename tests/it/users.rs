@@ -525,6 +525,11 @@ on_both!(a_user_found_by_login_name_in_any_organization_and_an_initial_password_
     by("alice@example.com").await.err(404, 5);
     by("alice@other.example").await.err(404, 5);
     by("").await.err(400, 3);
+    // As long as a user name at a domain may be.
+    let long = format!("/management/v1/global/users/_by_login_name?loginName={}@initech.127.0.0.1", "a".repeat(200));
+    srv.get(&long).await.err(404, 5);
+    let too_long = format!("/management/v1/global/users/_by_login_name?loginName={}", "a".repeat(402));
+    srv.get(&too_long).await.err(400, 3);
     srv.get("/management/v1/global/users/_by_login_name").await.err(400, 3);
     srv.get("/management/v1/global/users/_by_login_name?loginName=a&loginName=b").await.err(400, 3);
     // It needs an instance role: an organization owner may not look across organizations.
