@@ -254,6 +254,9 @@ on_both!(deactivated_and_removed_organizations, |srv| {
     let done = b.sign_in(&id.unwrap(), &page, "alice", "Wonder-land1").await;
     let code = param(&done.redirect_params(), "code").unwrap().to_string();
     let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await.ok().clone();
+    // A second code from the session (single sign-on), redeemed only after the deactivation.
+    let (_, sso) = b.authorize(&q).await;
+    let pending_code = param(&sso.redirect_params(), "code").expect("single sign-on").to_string();
     let userinfo = |at: String| async move {
         reqwest::Client::new().get(srv.url("/oidc/v1/userinfo")).bearer_auth(at).send().await.unwrap().status()
     };
@@ -286,6 +289,7 @@ on_both!(deactivated_and_removed_organizations, |srv| {
     // Its users' tokens, sessions and refresh tokens end; they cannot sign in or get tokens.
     assert_eq!(userinfo(t["access_token"].as_str().unwrap().to_string()).await, 401);
     assert_eq!(userinfo(machine_token.clone()).await, 401);
+    exchange_code(srv, Some((&client_id, &secret)), &pending_code, &verifier).await.err(400, "invalid_grant");
     let refresh = [("grant_type", "refresh_token"), ("refresh_token", t["refresh_token"].as_str().unwrap())];
     token(srv, Some((&client_id, &secret)), &refresh).await.err(400, "invalid_grant");
     cc().await.err(401, "invalid_client");
