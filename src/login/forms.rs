@@ -571,7 +571,7 @@ pub async fn change_password(
             return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
         }
     };
-    if let Err(e) = user::set_password(&mut c, &u.user_id, &hash, false, state.clock.now()).await {
+    if let Err(e) = credentials::set_password(&mut c, &u.user_id, &hash, false, state.clock.now()).await {
         return store_fail(t, &headers, e);
     }
     if let Err(e) = reload_user(&mut c, &mut f).await {
@@ -737,7 +737,7 @@ pub async fn init_password(
     // The code arrived by e-mail, which proves the address. A reset also ends the sessions and
     // tokens of whoever knew the old password, as a password set by an administrator does.
     let is_reset = purpose == RESET;
-    if let Err(e) = user::set_password_by_code(&mut c, &u.user_id, &hash, is_reset, now).await {
+    if let Err(e) = credentials::set_password_by_code(&mut c, &u.user_id, &hash, is_reset, now).await {
         return store_fail(t, &headers, e);
     }
     f.progress.password_at = Some(now);

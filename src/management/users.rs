@@ -15,7 +15,7 @@ use crate::domain::settings::PasswordComplexityPolicy;
 use crate::domain::validate;
 use crate::id::new_id;
 use crate::store::user::{Human, Kind, User, UserQuery};
-use crate::store::{Conn, member, org, setting, user, user_code};
+use crate::store::{Conn, credentials, member, org, setting, user, user_code};
 
 /// The longest password accepted (a bound against hashing abuse, not a policy).
 pub const MAX_PASSWORD: usize = 256;
@@ -665,7 +665,7 @@ pub async fn set_initial_password(
         return Err(initialised());
     }
     // Only if none was set meanwhile (on PostgreSQL the read above holds no lock).
-    if !user::set_initial_password(&mut tx, &u.user_id, &hash, now).await? {
+    if !credentials::set_initial_password(&mut tx, &u.user_id, &hash, now).await? {
         return Err(initialised());
     }
     // As for every password an administrator sets: what the user held before ends.
@@ -692,7 +692,7 @@ pub async fn set_password(
     // A password set by an administrator (after a compromise, say) also ends the sessions and
     // tokens of whoever knew the old one.
     let mut tx = state.db.begin().await?;
-    if !user::set_password(&mut tx, &user_id, &hash, !req.no_change_required, now).await? {
+    if !credentials::set_password(&mut tx, &user_id, &hash, !req.no_change_required, now).await? {
         return Err(ApiError::not_found("user not found").with_id("USER-NotFound"));
     }
     user::cut_off_tokens(&mut tx, &user_id, now).await?;

@@ -1,7 +1,8 @@
 //! What a sign-in checks and counts on an account: wrong passwords and second-factor codes
-//! (toward the lockout policy), re-hashed passwords, TOTP secrets and their used steps.
+//! (toward the lockout policy), re-hashed passwords, TOTP secrets and their used steps; and
+//! passwords set (by an administrator, a password change, or an e-mailed code).
 
-use super::{Conn, Result};
+use super::{Conn, Result, flag};
 use crate::domain::enums::UserState;
 
 /// Counts a wrong password; locks the user when `max_attempts` (> 0) is reached. Returns true
@@ -85,4 +86,69 @@ pub async fn otp_failed(c: &mut Conn, user_id: &str, max_attempts: i64, now: i64
     .fetch_optional(&mut *c)
     .await?;
     Ok(row.is_some_and(|(s,)| s == UserState::Locked.number()))
+}
+
+/// Sets a human's password (an initial one makes the user active). The codes mailed to set one
+/// (initial password, reset) are void afterwards.
+pub async fn set_password(c: &mut Conn, user_id: &str, hash: &str, change_required: bool, now: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE account SET password_hash = $1, password_change_required = $2, password_changed_at = $3, \
+         changed_at = $3, failed_password_attempts = 0, \
+         state = CASE WHEN state = 6 THEN 1 ELSE state END WHERE user_id = $4 AND user_type = 1",
+    )
+    .bind(hash)
+    .bind(flag(change_required))
+    .bind(now)
+    .bind(user_id)
+    .execute(&mut *c)
+    .await?;
+    drop_password_codes(c, user_id).await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// [`set_password`] for a human who has none yet (false: one has been set meanwhile, which stays);
+/// to be changed at the first sign-in.
+pub async fn set_initial_password(c: &mut Conn, user_id: &str, hash: &str, now: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE account SET password_hash = $1, password_change_required = 1, password_changed_at = $2, \
+         changed_at = $2, failed_password_attempts = 0, state = CASE WHEN state = 6 THEN 1 ELSE state END \
+         WHERE user_id = $3 AND user_type = 1 AND password_hash IS NULL",
+    )
+    .bind(hash)
+    .bind(now)
+    .bind(user_id)
+    .execute(&mut *c)
+    .await?;
+    if r.rows_affected() == 1 {
+        drop_password_codes(c, user_id).await?;
+    }
+    Ok(r.rows_affected() == 1)
+}
+
+/// [`set_password`] with a code mailed to the user's address, in one statement: the address is
+/// verified too and, for a reset (`cut_off`), the user's tokens and sessions issued before end
+/// (see [`super::user::cut_off_tokens`]), so that no new password stands while the old one's sessions live on.
+pub async fn set_password_by_code(c: &mut Conn, user_id: &str, hash: &str, cut_off: bool, now: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE account SET password_hash = $1, password_change_required = 0, password_changed_at = $2, \
+         changed_at = $2, failed_password_attempts = 0, email_verified = 1, \
+         tokens_valid_from = CASE WHEN $3 = 1 THEN $2 ELSE tokens_valid_from END, \
+         state = CASE WHEN state = 6 THEN 1 ELSE state END WHERE user_id = $4 AND user_type = 1",
+    )
+    .bind(hash)
+    .bind(now)
+    .bind(flag(cut_off))
+    .bind(user_id)
+    .execute(&mut *c)
+    .await?;
+    drop_password_codes(c, user_id).await?;
+    Ok(r.rows_affected() == 1)
+}
+
+async fn drop_password_codes(c: &mut Conn, user_id: &str) -> Result<()> {
+    sqlx::query("DELETE FROM user_code WHERE user_id = $1 AND purpose IN ('init_password', 'reset_password')")
+        .bind(user_id)
+        .execute(&mut *c)
+        .await?;
+    Ok(())
 }
