@@ -134,6 +134,27 @@ pub async fn remove(state: &AppState, scope: Scope, scope_id: &str, user_id: &st
     Ok(Json(DetailsResponse { details: Details::changed(now, scope_id) }))
 }
 
+/// Refuses a caller who may not change accounts that hold `held`: an instance member's only one
+/// with `IamMemberWrite`, a member of any organization or project only one with
+/// `OrgMemberWrite`; otherwise a user manager could give itself an owner's powers through the
+/// owner's account. `whose` names the accounts in the message.
+pub fn may_change_administrators(caller: &Caller, held: member::Held, whose: &str) -> ApiResult<()> {
+    let needed = if held.iam {
+        Some(Permission::IamMemberWrite)
+    } else if held.other {
+        Some(Permission::OrgMemberWrite)
+    } else {
+        None
+    };
+    match needed {
+        Some(p) if !caller.can(p) => Err(ApiError::denied(format!(
+            "{whose} an administrator: changing it needs the permission to manage administrators"
+        ))
+        .with_id("USER-Administrator")),
+        _ => Ok(()),
+    }
+}
+
 /// Refuses a change after which user `user_id` would no longer own the instance
 /// (`keeps_ownership` false: its membership removed or its `IAM_OWNER` role taken away, the
 /// user deleted) when it is the instance's last owner: nobody could manage administrators

@@ -78,20 +78,7 @@ fn not_found() -> ApiError {
 /// Refuses a caller who may not change the organization's administrators.
 async fn may_change_its_users(c: &mut Conn, caller: &Caller) -> ApiResult<()> {
     let held = member::held_in_org(c, &caller.org_id).await?;
-    let needed = if held.iam {
-        Some(Permission::IamMemberWrite)
-    } else if held.other {
-        Some(Permission::OrgMemberWrite)
-    } else {
-        None
-    };
-    match needed {
-        Some(p) if !caller.can(p) => Err(ApiError::denied(
-            "users of the organization are administrators: this needs the permission to manage administrators",
-        )
-        .with_id("USER-Administrator")),
-        _ => Ok(()),
-    }
+    super::members::may_change_administrators(caller, held, "a user of the organization is")
 }
 
 async fn not_the_default(c: &mut Conn, org_id: &str, what: &str) -> ApiResult<()> {

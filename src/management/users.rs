@@ -299,21 +299,8 @@ pub async fn load_user_to_change(c: &mut Conn, caller: &Caller, user_id: &str) -
     if u.user_id == caller.user_id {
         return Ok(u);
     }
-    let held = member::held(c, &u.user_id).await?;
-    let needed = if held.iam {
-        Some(Permission::IamMemberWrite)
-    } else if held.other {
-        Some(Permission::OrgMemberWrite)
-    } else {
-        None
-    };
-    match needed {
-        Some(p) if !caller.can(p) => Err(ApiError::denied(
-            "the user is an administrator: changing it needs the permission to manage administrators",
-        )
-        .with_id("USER-Administrator")),
-        _ => Ok(u),
-    }
+    super::members::may_change_administrators(caller, member::held(c, &u.user_id).await?, "the user is")?;
+    Ok(u)
 }
 
 pub fn require_human(u: &User) -> ApiResult<&Human> {

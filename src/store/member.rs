@@ -147,6 +147,11 @@ pub struct Held {
 }
 
 impl Held {
+    /// From the member kinds held.
+    fn of(kinds: &[String]) -> Self {
+        Held { iam: kinds.iter().any(|k| k == "iam"), other: kinds.iter().any(|k| k != "iam") }
+    }
+
     pub fn any(self) -> bool {
         self.iam || self.other
     }
@@ -157,7 +162,7 @@ pub async fn held(c: &mut Conn, user_id: &str) -> Result<Held> {
         .bind(user_id)
         .fetch_all(&mut *c)
         .await?;
-    Ok(Held { iam: kinds.iter().any(|k| k == "iam"), other: kinds.iter().any(|k| k != "iam") })
+    Ok(Held::of(&kinds))
 }
 
 /// The memberships held by any user of organization `org_id`.
@@ -168,7 +173,7 @@ pub async fn held_in_org(c: &mut Conn, org_id: &str) -> Result<Held> {
     .bind(org_id)
     .fetch_all(&mut *c)
     .await?;
-    Ok(Held { iam: kinds.iter().any(|k| k == "iam"), other: kinds.iter().any(|k| k != "iam") })
+    Ok(Held::of(&kinds))
 }
 
 /// The instance's owners who can act, with their organizations (members holding `IAM_OWNER`
