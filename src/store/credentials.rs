@@ -88,61 +88,64 @@ pub async fn otp_failed(c: &mut Conn, user_id: &str, max_attempts: i64, now: i64
     Ok(row.is_some_and(|(s,)| s == UserState::Locked.number()))
 }
 
-/// Sets a human's password (an initial one makes the user active). The codes mailed to set one
-/// (initial password, reset) are void afterwards.
-pub async fn set_password(c: &mut Conn, user_id: &str, hash: &str, change_required: bool, now: i64) -> Result<bool> {
+/// How a password is set (see [`write_password`]).
+#[derive(Clone, Copy, Default)]
+struct PasswordWrite {
+    change_required: bool,
+    /// Only if the user has none yet.
+    only_first: bool,
+    /// A code mailed to the address proved it.
+    verifies_email: bool,
+    /// Tokens and sessions issued before end ([`super::user::cut_off_tokens`]), in the same
+    /// statement.
+    cut_off: bool,
+}
+
+/// Sets a human's password (an initial one makes the user active), in one statement; the codes
+/// mailed to set one (initial password, reset) are void afterwards. False when no row changed.
+async fn write_password(c: &mut Conn, user_id: &str, hash: &str, how: PasswordWrite, now: i64) -> Result<bool> {
     let r = sqlx::query(
         "UPDATE account SET password_hash = $1, password_change_required = $2, password_changed_at = $3, \
          changed_at = $3, failed_password_attempts = 0, \
-         state = CASE WHEN state = 6 THEN 1 ELSE state END WHERE user_id = $4 AND user_type = 1",
+         email_verified = CASE WHEN $4 = 1 THEN 1 ELSE email_verified END, \
+         tokens_valid_from = CASE WHEN $5 = 1 THEN $3 ELSE tokens_valid_from END, \
+         state = CASE WHEN state = 6 THEN 1 ELSE state END \
+         WHERE user_id = $6 AND user_type = 1 AND ($7 = 0 OR password_hash IS NULL)",
     )
     .bind(hash)
-    .bind(flag(change_required))
+    .bind(flag(how.change_required))
     .bind(now)
+    .bind(flag(how.verifies_email))
+    .bind(flag(how.cut_off))
     .bind(user_id)
+    .bind(flag(how.only_first))
     .execute(&mut *c)
     .await?;
-    drop_password_codes(c, user_id).await?;
-    Ok(r.rows_affected() == 1)
+    let changed = r.rows_affected() == 1;
+    if changed {
+        drop_password_codes(c, user_id).await?;
+    }
+    Ok(changed)
+}
+
+/// Sets a human's password (an administrator's, or a change at sign-in).
+pub async fn set_password(c: &mut Conn, user_id: &str, hash: &str, change_required: bool, now: i64) -> Result<bool> {
+    write_password(c, user_id, hash, PasswordWrite { change_required, ..Default::default() }, now).await
 }
 
 /// [`set_password`] for a human who has none yet (false: one has been set meanwhile, which stays);
 /// to be changed at the first sign-in.
 pub async fn set_initial_password(c: &mut Conn, user_id: &str, hash: &str, now: i64) -> Result<bool> {
-    let r = sqlx::query(
-        "UPDATE account SET password_hash = $1, password_change_required = 1, password_changed_at = $2, \
-         changed_at = $2, failed_password_attempts = 0, state = CASE WHEN state = 6 THEN 1 ELSE state END \
-         WHERE user_id = $3 AND user_type = 1 AND password_hash IS NULL",
-    )
-    .bind(hash)
-    .bind(now)
-    .bind(user_id)
-    .execute(&mut *c)
-    .await?;
-    if r.rows_affected() == 1 {
-        drop_password_codes(c, user_id).await?;
-    }
-    Ok(r.rows_affected() == 1)
+    let how = PasswordWrite { change_required: true, only_first: true, ..Default::default() };
+    write_password(c, user_id, hash, how, now).await
 }
 
-/// [`set_password`] with a code mailed to the user's address, in one statement: the address is
-/// verified too and, for a reset (`cut_off`), the user's tokens and sessions issued before end
-/// (see [`super::user::cut_off_tokens`]), so that no new password stands while the old one's sessions live on.
+/// [`set_password`] with a code mailed to the user's address: the address is verified too and,
+/// for a reset (`cut_off`), the user's tokens and sessions issued before end in the same
+/// statement, so that no new password stands while the old one's sessions live on.
 pub async fn set_password_by_code(c: &mut Conn, user_id: &str, hash: &str, cut_off: bool, now: i64) -> Result<bool> {
-    let r = sqlx::query(
-        "UPDATE account SET password_hash = $1, password_change_required = 0, password_changed_at = $2, \
-         changed_at = $2, failed_password_attempts = 0, email_verified = 1, \
-         tokens_valid_from = CASE WHEN $3 = 1 THEN $2 ELSE tokens_valid_from END, \
-         state = CASE WHEN state = 6 THEN 1 ELSE state END WHERE user_id = $4 AND user_type = 1",
-    )
-    .bind(hash)
-    .bind(now)
-    .bind(flag(cut_off))
-    .bind(user_id)
-    .execute(&mut *c)
-    .await?;
-    drop_password_codes(c, user_id).await?;
-    Ok(r.rows_affected() == 1)
+    let how = PasswordWrite { verifies_email: true, cut_off, ..Default::default() };
+    write_password(c, user_id, hash, how, now).await
 }
 
 async fn drop_password_codes(c: &mut Conn, user_id: &str) -> Result<()> {
