@@ -203,7 +203,23 @@ pub async fn set_state(c: &mut Conn, app_id: &str, from: AppState, to: AppState,
     Ok(r.rows_affected() == 1)
 }
 
+/// Deletes what the protocol keeps for the applications that `clients` selects (a query of
+/// client ids with one parameter, `$1` = `value`): refresh tokens, codes, pending sign-ins and
+/// back-channel registrations. They have no foreign keys: left behind, they would come back to
+/// life with an import that brings the same client ids again.
+pub(super) async fn forget_clients(c: &mut Conn, clients: &str, value: &str) -> Result<()> {
+    for table in ["refresh_token", "auth_code", "auth_request", "session_client"] {
+        sqlx::query(&format!("DELETE FROM {table} WHERE client_id IN ({clients})"))
+            .bind(value)
+            .execute(&mut *c)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Deletes an application with its keys and what the protocol keeps for it.
 pub async fn delete(c: &mut Conn, app_id: &str) -> Result<bool> {
+    forget_clients(c, "SELECT client_id FROM app WHERE app_id = $1", app_id).await?;
     let r = sqlx::query("DELETE FROM app WHERE app_id = $1").bind(app_id).execute(&mut *c).await?;
     Ok(r.rows_affected() == 1)
 }

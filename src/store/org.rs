@@ -254,15 +254,10 @@ pub async fn delete(c: &mut Conn, org_id: &str) -> Result<bool> {
     if org_id.is_empty() {
         return Ok(false);
     }
+    super::app::forget_clients(c, "SELECT client_id FROM app WHERE org_id = $1", org_id).await?;
     const USERS: &str = "SELECT user_id FROM account WHERE org_id = $1";
-    const CLIENTS: &str = "SELECT client_id FROM app WHERE org_id = $1";
-    for sql in [
-        format!("DELETE FROM refresh_token WHERE user_id IN ({USERS}) OR client_id IN ({CLIENTS})"),
-        format!("DELETE FROM auth_code WHERE client_id IN ({CLIENTS})"),
-        format!("DELETE FROM auth_request WHERE user_id IN ({USERS}) OR client_id IN ({CLIENTS})"),
-        format!("DELETE FROM session_client WHERE client_id IN ({CLIENTS})"),
-    ] {
-        sqlx::query(&sql).bind(org_id).execute(&mut *c).await?;
+    for table in ["refresh_token", "auth_request"] {
+        sqlx::query(&format!("DELETE FROM {table} WHERE user_id IN ({USERS})")).bind(org_id).execute(&mut *c).await?;
     }
     sqlx::query(
         "DELETE FROM member WHERE (member_kind = 'org' AND scope_id = $1) OR (member_kind = 'project' \

@@ -120,7 +120,10 @@ pub async fn set_state(c: &mut Conn, project_id: &str, from: ProjectState, to: P
     Ok(r.rows_affected() == 1)
 }
 
+/// Deletes a project with its roles, grants, applications (and what the protocol keeps for
+/// them) and the memberships held in it.
 pub async fn delete(c: &mut Conn, project_id: &str) -> Result<bool> {
+    super::app::forget_clients(c, "SELECT client_id FROM app WHERE project_id = $1", project_id).await?;
     sqlx::query("DELETE FROM member WHERE member_kind = 'project' AND scope_id = $1")
         .bind(project_id)
         .execute(&mut *c)

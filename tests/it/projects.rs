@@ -472,3 +472,55 @@ on_both!(a_role_removed_while_a_grant_changes_stays_removed, |srv| {
     let g = store::grants_of_user(&mut c, &alice).await.unwrap();
     assert_eq!(g[0].role_keys, vec!["viewer"]);
 });
+
+// Removing an application or its project deletes the refresh tokens, unredeemed codes and
+// pending sign-ins of its client id, which have no foreign keys and would otherwise come back
+// to life with an import that brings the same client id again.
+on_both!(removed_applications_and_projects_leave_no_tokens_behind, |srv| {
+    use crate::authorize::code_query;
+    use crate::browser::{Browser, human, oidc_app, param, pkce};
+    use crate::token::exchange_code;
+    human(srv, "rita", "Wonder-land1").await;
+    let left_for = |client_id: String| async move {
+        let mut c = srv.state.db.conn().await.unwrap();
+        let mut n = Vec::new();
+        for table in ["refresh_token", "auth_code", "auth_request"] {
+            let (k,): (i64,) = sqlx::query_as(&format!("SELECT COUNT(*) FROM {table} WHERE client_id = $1"))
+                .bind(&client_id)
+                .fetch_one(&mut *c)
+                .await
+                .unwrap();
+            n.push(k);
+        }
+        n
+    };
+    for remove_project in [false, true] {
+        let (client_id, secret, project) = oidc_app(srv, json!({})).await;
+        let secret = secret.unwrap();
+        // A refresh token, a code not yet redeemed and a sign-in still pending.
+        let b = Browser::new(srv);
+        let (verifier, challenge) = pkce();
+        let mut q = code_query(&client_id, &challenge);
+        q[3] = ("scope", "openid offline_access");
+        let (id, page) = b.authorize(&q).await;
+        let done = b.sign_in(&id.unwrap(), &page, "rita", "Wonder-land1").await;
+        let code = param(&done.redirect_params(), "code").unwrap().to_string();
+        let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await.ok().clone();
+        assert!(t["refresh_token"].is_string());
+        b.authorize(&q).await;
+        let (pending, _) = Browser::new(srv).authorize(&q).await;
+        assert!(pending.is_some());
+        // The redeemed code stays (marked used); a finished sign-in does not.
+        assert_eq!(left_for(client_id.clone()).await, vec![1, 2, 1], "before the removal");
+
+        let apps = format!("/management/v1/projects/{project}/apps");
+        let r = srv.post(&format!("{apps}/_search"), json!({})).await;
+        let app_id = r.ok()["result"][0]["id"].as_str().unwrap().to_string();
+        if remove_project {
+            srv.delete(&format!("/management/v1/projects/{project}")).await.ok();
+        } else {
+            srv.delete(&format!("{apps}/{app_id}")).await.ok();
+        }
+        assert_eq!(left_for(client_id).await, vec![0, 0, 0], "removing the project: {remove_project}");
+    }
+});
