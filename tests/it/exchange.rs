@@ -350,3 +350,48 @@ on_both!(a_refreshed_impersonation_keeps_its_actor, |srv| {
     r.err(400, "access_denied");
     assert!(r.body["error_description"].as_str().unwrap().contains("administrators"), "{}", r.body);
 });
+
+// A user of a deactivated organization is no subject of an exchange, also where no token of
+// theirs is presented (impersonation by user id, whose refusal no token cut-off explains).
+on_both!(no_exchange_for_a_user_of_a_deactivated_organization, |srv| {
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    let te_app = json!({"grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
+    let (client_id, secret, _) = oidc_app(srv, te_app).await;
+    let secret = secret.unwrap();
+    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
+    srv.put("/admin/v1/policies/security", json!({"enableImpersonation": true})).await.ok();
+    srv.post("/admin/v1/members", json!({"userId": alice, "roles": ["IAM_END_USER_IMPERSONATOR"]})).await.ok();
+    let r = srv.post("/management/v1/orgs", json!({"name": "Initech"})).await;
+    let initech = r.ok()["id"].as_str().unwrap().to_string();
+    let on =
+        |m: &'static str, p: &'static str, b: serde_json::Value| srv.call_as(Some(&srv.pat), Some(&initech), m, p, b);
+    let body = json!({"userName": "carol", "profile": {"firstName": "Carol", "lastName": "C"},
+                      "email": {"email": "carol@initech.example", "isEmailVerified": true}});
+    let carol = on("POST", "/management/v1/users/human", body).await.ok()["userId"].as_str().unwrap().to_string();
+    // With a password she is an active user, not one still to be initialised.
+    let password = json!({"password": "Wonder-land1", "noChangeRequired": true});
+    let path = format!("/management/v1/users/{carol}/password");
+    srv.call_as(Some(&srv.pat), Some(&initech), "POST", &path, password).await.ok();
+
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let actor = t.ok()["access_token"].as_str().unwrap().to_string();
+    let impersonate = || {
+        let form = [
+            ("grant_type", TE),
+            ("subject_token", carol.as_str()),
+            ("subject_token_type", "urn:service:params:oauth:token-type:user_id"),
+            ("actor_token", actor.as_str()),
+            ("actor_token_type", AT),
+        ];
+        let (cid, sec) = (client_id.clone(), secret.clone());
+        async move { token(srv, Some((&cid, &sec)), &form).await }
+    };
+    impersonate().await.ok();
+    on("POST", "/management/v1/orgs/me/_deactivate", json!({})).await.ok();
+    let r = impersonate().await;
+    r.err(400, "invalid_grant");
+    on("POST", "/management/v1/orgs/me/_reactivate", json!({})).await.ok();
+    impersonate().await.ok();
+});
