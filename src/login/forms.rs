@@ -12,7 +12,8 @@ use super::flow::{Flow, Start, Step, fail, not_signing_in, show, store_fail};
 use super::i18n::Texts;
 use crate::app::AppState;
 use crate::domain::enums::UserState;
-use crate::management::users::{EmailInput, HumanInput, ProfileInput, complexity_policy, insert_human};
+use crate::management::passwords::complexity_policy;
+use crate::management::users::{EmailInput, HumanInput, ProfileInput, insert_human};
 use crate::oauth::authorize::browser_sessions;
 use crate::oauth::authorize::request::Prompt;
 use crate::store::{Conn, StoreError, credentials, instance, user, user_code};
@@ -99,7 +100,7 @@ async fn check_new_password(
     if pw != repeat {
         return Ok(Err(t.err_mismatch.to_string()));
     }
-    if pw.is_empty() || pw.chars().count() > crate::management::users::MAX_PASSWORD {
+    if pw.is_empty() || pw.chars().count() > crate::management::passwords::MAX_PASSWORD {
         return Ok(Err(t.err_required.to_string()));
     }
     let policy = complexity_policy(c, org_id).await.map_err(|e| StoreError::Corrupt(e.message))?;

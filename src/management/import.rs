@@ -5,10 +5,8 @@ use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 
-use super::users::{
-    AddUserResponse, EmailInput, HumanInput, PhoneInput, ProfileInput, check_new_password, hash_new_password,
-    insert_human,
-};
+use super::passwords::{check_new_password, hash_new_password};
+use super::users::{AddUserResponse, EmailInput, HumanInput, PhoneInput, ProfileInput, insert_human};
 use crate::api::error::ApiResult;
 use crate::api::types::Details;
 use crate::api::{ApiError, ApiJson, Caller};

@@ -11,6 +11,7 @@ pub mod machine;
 pub mod members;
 pub mod org_lifecycle;
 pub mod orgs;
+pub mod passwords;
 pub mod policies;
 pub mod projects;
 pub mod roles;
@@ -63,9 +64,9 @@ pub fn api() -> Table {
         .post("/users/{user_id}/_reactivate", users::reactivate)
         .post("/users/{user_id}/_lock", users::lock)
         .post("/users/{user_id}/_unlock", users::unlock)
-        .post("/users/{user_id}/password", users::set_password)
+        .post("/users/{user_id}/password", passwords::set_password)
         .post("/users/{user_id}/password/_reset", user_mail::send_password_reset)
-        .post("/users/{user_id}/password/_initialize", users::set_initial_password)
+        .post("/users/{user_id}/password/_initialize", passwords::set_initial_password)
         .get("/global/users/_by_login_name", global::user_by_login_name)
         .get("/users/{user_id}/email", users::get_email)
         .put("/users/{user_id}/email", users::update_email)
@@ -154,7 +155,7 @@ pub fn api() -> Table {
     users::update_username,
     user_mail::is_unique,
     user_mail::send_password_reset,
-    users::set_initial_password,
+    passwords::set_initial_password,
     global::user_by_login_name,
     user_mail::resend_email_verification,
     user_mail::resend_initialization,
@@ -162,7 +163,7 @@ pub fn api() -> Table {
     users::reactivate,
     users::lock,
     users::unlock,
-    users::set_password,
+    passwords::set_password,
     users::get_email,
     users::update_email,
     users::update_profile,
