@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::apps::load_app;
-use super::machine::{KeyView, check_key_input, paginate, store_key};
+use super::machine::{KeyView, check_key_input, key_material, paginate, store_key};
 use crate::api::error::ApiResult;
 use crate::api::types::{Details, DetailsResponse, ListQuery, ListResponse};
 use crate::api::{ApiError, ApiJson, Caller};
@@ -65,8 +65,12 @@ pub async fn add_key(
         return Err(ApiError::precondition("keys are only for applications with the auth method PRIVATE_KEY_JWT")
             .with_id("APP-NoKeys"));
     }
-    let mut c = state.db.conn().await?;
-    let (key_id, private_pem) = store_key(&mut c, Owner::App, &app_id, input, now).await?;
+    let material = key_material(input).await?;
+    // Stored only if the application is still there (it may have been removed meanwhile).
+    let mut tx = state.db.begin().await?;
+    load_app(&mut tx, &caller, &project_id, &app_id).await?;
+    let (key_id, private_pem) = store_key(&mut tx, Owner::App, &a.app_id, material, now).await?;
+    tx.commit().await?;
     let key_details = private_pem.map(|pem| {
         let file =
             json!({"type": "application", "keyId": key_id, "key": pem, "appId": a.app_id, "clientId": a.client_id});

@@ -86,6 +86,22 @@ pub async fn check_machine_name(c: &mut Conn, name: &str) -> ApiResult<()> {
     Ok(())
 }
 
+/// A machine user's id is the client_id of its jwt-bearer tokens: an id the caller chose must
+/// not be an application's client id (of any organization), nor the user name of another
+/// machine user (the client_id of that user's client_credentials tokens).
+async fn check_machine_id(c: &mut Conn, id: &str) -> ApiResult<()> {
+    if crate::store::app::get_by_client_id(c, id).await?.is_some() {
+        return Err(ApiError::invalid("the user id is the client id of an application; choose another user id")
+            .with_id("USER-IdIsClientId"));
+    }
+    if user::username_taken(c, id).await? {
+        return Err(
+            ApiError::invalid("the user id is a user's name; choose another user id").with_id("USER-IdIsUserName")
+        );
+    }
+    Ok(())
+}
+
 pub async fn insert_machine(
     c: &mut Conn,
     org_id: &str,
@@ -100,7 +116,13 @@ pub async fn insert_machine(
     }
     check_login_name_free(c, org_id, username, None).await?;
     check_machine_name(c, username.trim()).await?;
-    let user_id = user_id.unwrap_or_else(new_id);
+    let user_id = match user_id {
+        Some(id) => {
+            check_machine_id(c, &id).await?;
+            id
+        }
+        None => new_id(),
+    };
     if user::get(c, &user_id).await?.is_some() {
         return Err(ApiError::exists("a user with this id already exists").with_id("USER-AlreadyExists"));
     }
@@ -272,25 +294,38 @@ pub fn check_key_input(
     Ok(KeyInput { expires_at, public_pem })
 }
 
-/// Stores a public key (generating the pair when the caller brought none) and returns the key
-/// id and, for a generated pair, the private key PEM.
-pub async fn store_key(
-    c: &mut Conn,
-    owner: Owner,
-    owner_id: &str,
-    input: KeyInput,
-    now: i64,
-) -> ApiResult<(String, Option<String>)> {
-    let (public_pem, private_pem) = match input.public_pem {
-        Some(p) => (p, None),
+/// A key to store: its public half and, for a pair latch generated, the private half, handed
+/// out once.
+pub struct KeyMaterial {
+    expires_at: Option<i64>,
+    public_pem: String,
+    private_pem: Option<String>,
+}
+
+/// The key the caller brought, or a new pair (generated off the runtime). Called before the
+/// transaction that stores it, so that no transaction waits for the generation.
+pub async fn key_material(input: KeyInput) -> ApiResult<KeyMaterial> {
+    let expires_at = input.expires_at;
+    Ok(match input.public_pem {
+        Some(public_pem) => KeyMaterial { expires_at, public_pem, private_pem: None },
         None => {
             let kp = tokio::task::spawn_blocking(keys::generate_client_key)
                 .await
                 .map_err(ApiError::internal)?
                 .map_err(ApiError::internal)?;
-            (kp.public_pem, Some(kp.private_pem))
+            KeyMaterial { expires_at, public_pem: kp.public_pem, private_pem: Some(kp.private_pem) }
         }
-    };
+    })
+}
+
+/// Stores a public key; returns the key id and, for a generated pair, the private key PEM.
+pub async fn store_key(
+    c: &mut Conn,
+    owner: Owner,
+    owner_id: &str,
+    m: KeyMaterial,
+    now: i64,
+) -> ApiResult<(String, Option<String>)> {
     let key_id = new_id();
     key::insert_key(
         c,
@@ -299,13 +334,13 @@ pub async fn store_key(
             key_id: key_id.clone(),
             owner_id: owner_id.to_string(),
             key_type: KeyType::Json,
-            public_key: public_pem,
-            expires_at: input.expires_at,
+            public_key: m.public_pem,
+            expires_at: m.expires_at,
             created_at: now,
         },
     )
     .await?;
-    Ok((key_id, private_pem))
+    Ok((key_id, m.private_pem))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -333,13 +368,18 @@ pub async fn add_key(
         req.public_key.as_deref(),
         now,
     )?;
-    let u = {
+    {
         let mut c = state.db.conn().await?;
-        load_user_to_change(&mut c, &caller, &user_id).await?
-    };
+        require_machine(&load_user_to_change(&mut c, &caller, &user_id).await?)?;
+    }
+    let material = key_material(input).await?;
+    // Checked again where the key is stored: the user may have become an administrator while
+    // the pair was generated.
+    let mut tx = state.db.begin().await?;
+    let u = load_user_to_change(&mut tx, &caller, &user_id).await?;
     require_machine(&u)?;
-    let mut c = state.db.conn().await?;
-    let (key_id, private_pem) = store_key(&mut c, Owner::User, &user_id, input, now).await?;
+    let (key_id, private_pem) = store_key(&mut tx, Owner::User, &u.user_id, material, now).await?;
+    tx.commit().await?;
     let key_details = private_pem.map(|pem| {
         let file = json!({"type": "serviceaccount", "keyId": key_id, "key": pem, "userId": user_id});
         STANDARD.encode(file.to_string())
@@ -480,13 +520,14 @@ pub async fn add_pat(
         }
         None => None,
     };
-    let mut c = state.db.conn().await?;
-    let u = load_user_to_change(&mut c, &caller, &user_id).await?;
+    // The check and the insert in one transaction, as for keys.
+    let mut tx = state.db.begin().await?;
+    let u = load_user_to_change(&mut tx, &caller, &user_id).await?;
     require_machine(&u)?;
     let token = secret::new_secret();
     let token_id = new_id();
     key::insert_pat(
-        &mut c,
+        &mut tx,
         &Pat {
             pat_id: token_id.clone(),
             user_id: user_id.clone(),
@@ -497,6 +538,7 @@ pub async fn add_pat(
         &secret::digest(&token),
     )
     .await?;
+    tx.commit().await?;
     Ok(Json(AddPatResponse { token_id, token, details: Details::created(now, &u.org_id) }))
 }
 

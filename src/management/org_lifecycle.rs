@@ -6,8 +6,8 @@
 //! managing it through the API (so that someone can reactivate it). Removing an organization
 //! deletes everything it holds. Neither is allowed for the instance's default organization (where
 //! registration puts new users), nor when it would leave the instance without an owner who can
-//! act. Both change the accounts of the organization's users, so a caller needs what changing
-//! each of them needs: when one of them is an administrator, the permission to manage
+//! act. All three change the accounts of the organization's users, so a caller needs what
+//! changing each of them needs: when one of them is an administrator, the permission to manage
 //! administrators of that level (see `users::load_user_to_change`).
 
 use axum::Json;
@@ -44,6 +44,9 @@ pub async fn reactivate_org(State(state): State<AppState>, caller: Caller) -> Ap
     let now = state.clock.now();
     let mut tx = state.db.begin().await?;
     load(&mut tx, &caller.org_id).await?;
+    // Reactivating gives its users back their sign-ins and their personal access tokens (which
+    // no cut-off ends), so it needs what deactivating needs.
+    may_change_its_users(&mut tx, &caller).await?;
     if !org::change_state(&mut tx, &caller.org_id, OrgState::Inactive, OrgState::Active, now).await? {
         return Err(ApiError::precondition("the organization is not inactive").with_id("ORG-NotInactive"));
     }

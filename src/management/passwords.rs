@@ -116,10 +116,14 @@ pub async fn set_password(
     // A password set by an administrator (after a compromise, say) also ends the sessions and
     // tokens of whoever knew the old one.
     let mut tx = state.db.begin().await?;
-    if !credentials::set_password(&mut tx, &user_id, &hash, !req.no_change_required, now).await? {
+    // Checked again in the write transaction: the user may have become an administrator while
+    // the password was hashed.
+    let u = load_user_to_change(&mut tx, &caller, &user_id).await?;
+    require_human(&u)?;
+    if !credentials::set_password(&mut tx, &u.user_id, &hash, !req.no_change_required, now).await? {
         return Err(ApiError::not_found("user not found").with_id("USER-NotFound"));
     }
-    user::cut_off_tokens(&mut tx, &user_id, now).await?;
+    user::cut_off_tokens(&mut tx, &u.user_id, now).await?;
     tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
 }

@@ -93,5 +93,23 @@ pub async fn resolve(state: &AppState, c: &mut impl Source, token: &str) -> Resu
     if revoked || !u.is_active() || (!is_pat && claims.iat < u.tokens_valid_from) {
         return Ok(None);
     }
+    if !actor_still_acts(state, c, claims.act.as_ref(), claims.iat).await? {
+        return Ok(None);
+    }
     Ok(Some(Access { claims, user: u, is_pat }))
+}
+
+/// Whether what an impersonation issued (`act` names the actor) still stands for its actor: a
+/// lock, a deactivation or a cut-off of the actor's tokens after `issued_at` ends it, as it ends
+/// the actor's own tokens. Anything without `act` stands.
+pub async fn actor_still_acts(
+    state: &AppState,
+    c: &mut impl Source,
+    act: Option<&serde_json::Value>,
+    issued_at: i64,
+) -> Result<bool> {
+    let Some(actor_id) = act.and_then(|a| a.get("sub")).and_then(|s| s.as_str()) else {
+        return Ok(true);
+    };
+    Ok(state.cache.user(c, actor_id).await?.is_some_and(|a| a.is_active() && issued_at >= a.tokens_valid_from))
 }

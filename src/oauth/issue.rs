@@ -201,6 +201,11 @@ pub async fn id_claims(
     if let Some(sid) = &g.session_id {
         m.insert("sid".into(), sid.clone().into());
     }
+    // The grant, as in access tokens: a token exchange that takes this ID token joins it, so
+    // that revoking the grant (a reused code or refresh token) ends what the exchange issued.
+    if let Some(gid) = &g.grant_id {
+        m.insert("gid".into(), gid.clone().into());
+    }
     if !with_access_token || shape.id_token_userinfo_assertion {
         claims::profile_claims(&g.subject, &g.scopes, "preferred_username", &mut m);
     }

@@ -395,3 +395,87 @@ on_both!(no_exchange_for_a_user_of_a_deactivated_organization, |srv| {
     on("POST", "/management/v1/orgs/me/_reactivate", json!({})).await.ok();
     impersonate().await.ok();
 });
+
+// What an impersonation issued ends with its actor: deactivating the actor ends the access
+// token and the refresh token that name them in `act`, as it ends the actor's own.
+on_both!(impersonation_ends_with_its_actor, |srv| {
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    let bob = human(srv, "bob", "Builder-b0b!").await;
+    let te_app = json!({"grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
+    let (client_id, secret, _) = oidc_app(srv, te_app).await;
+    let secret = secret.unwrap();
+    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
+    srv.put("/admin/v1/policies/security", json!({"enableImpersonation": true})).await.ok();
+    srv.post("/management/v1/orgs/me/members", json!({"userId": alice, "roles": ["ORG_END_USER_IMPERSONATOR"]}))
+        .await
+        .ok();
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let actor = t.ok()["access_token"].as_str().unwrap().to_string();
+    let form = [
+        ("grant_type", TE),
+        ("subject_token", bob.as_str()),
+        ("subject_token_type", "urn:service:params:oauth:token-type:user_id"),
+        ("actor_token", actor.as_str()),
+        ("actor_token_type", AT),
+    ];
+    let r = token(srv, Some((&client_id, &secret)), &form).await;
+    let (at, rt) =
+        (r.ok()["access_token"].as_str().unwrap().to_string(), r.body["refresh_token"].as_str().unwrap().to_string());
+    let userinfo = |at: String| async move {
+        reqwest::Client::new().get(srv.url("/oidc/v1/userinfo")).bearer_auth(at).send().await.unwrap().status().as_u16()
+    };
+    let refresh = |rt: String| {
+        let (cid, sec) = (client_id.clone(), secret.clone());
+        async move { token(srv, Some((&cid, &sec)), &[("grant_type", "refresh_token"), ("refresh_token", &rt)]).await }
+    };
+    assert_eq!(userinfo(at.clone()).await, 200);
+    let r = refresh(rt).await;
+    let rt = r.ok()["refresh_token"].as_str().unwrap().to_string();
+    // Cut-offs count whole seconds.
+    srv.clock.advance(1);
+    srv.post(&format!("/management/v1/users/{alice}/_deactivate"), json!({})).await.ok();
+    assert_eq!(userinfo(at).await, 401, "the impersonation's access token");
+    refresh(rt).await.err(400, "invalid_grant");
+});
+
+// An ID token belongs to its grant like the access token beside it: once the grant is revoked
+// (here by a refresh token used twice), the ID token is exchanged no more, and what an earlier
+// exchange of it issued ends too.
+on_both!(an_id_token_ends_with_its_grant, |srv| {
+    const ID: &str = "urn:ietf:params:oauth:token-type:id_token";
+    human(srv, "alice", "Wonder-land1").await;
+    let te_app = json!({"grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
+    let (client_id, secret, _) = oidc_app(srv, te_app).await;
+    let secret = secret.unwrap();
+    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let (id_token, rt) =
+        (t.ok()["id_token"].as_str().unwrap().to_string(), t.body["refresh_token"].as_str().unwrap().to_string());
+    assert!(claims(&id_token)["gid"].is_string(), "{}", claims(&id_token));
+    let exchange = || {
+        let (cid, sec, subject) = (client_id.clone(), secret.clone(), id_token.clone());
+        async move {
+            let form = [
+                ("grant_type", TE),
+                ("subject_token", subject.as_str()),
+                ("subject_token_type", ID),
+                ("scope", "openid"),
+            ];
+            token(srv, Some((&cid, &sec)), &form).await
+        }
+    };
+    let exchanged = exchange().await.ok()["access_token"].as_str().unwrap().to_string();
+    let userinfo = |at: String| async move {
+        reqwest::Client::new().get(srv.url("/oidc/v1/userinfo")).bearer_auth(at).send().await.unwrap().status().as_u16()
+    };
+    assert_eq!(userinfo(exchanged.clone()).await, 200);
+    let refresh = [("grant_type", "refresh_token"), ("refresh_token", rt.as_str())];
+    token(srv, Some((&client_id, &secret)), &refresh).await.ok();
+    token(srv, Some((&client_id, &secret)), &refresh).await.err(400, "invalid_grant");
+    exchange().await.err(400, "invalid_grant");
+    assert_eq!(userinfo(exchanged).await, 401, "what the exchange issued belongs to the grant");
+});

@@ -32,6 +32,17 @@ on_both!(machine_users_and_secrets, |srv| {
     let r = srv.post("/management/v1/users/machine", json!({"userName": client_id, "name": "Mimic"})).await;
     r.err(400, 3);
     assert!(r.body["message"].as_str().unwrap().contains("client id"), "{}", r.body);
+    // Nor is it a user id: the jwt-bearer tokens of that user would carry it as their client_id
+    // (and an application's introspection would take them for its own); nor another machine
+    // user's name, the client_id of that user's client_credentials tokens.
+    let r =
+        srv.post("/management/v1/users/machine", json!({"userName": "mimic", "name": "M", "userId": client_id})).await;
+    r.err(400, 3);
+    assert!(r.body["message"].as_str().unwrap().contains("client id"), "{}", r.body);
+    let r =
+        srv.post("/management/v1/users/machine", json!({"userName": "mimic", "name": "M", "userId": "ROBOT"})).await;
+    r.err(400, 3);
+    assert!(r.body["message"].as_str().unwrap().contains("user's name"), "{}", r.body);
     srv.post("/management/v1/users/machine", json!({"userName": "r", "name": "R", "description": "d".repeat(501)}))
         .await
         .err(400, 3);

@@ -365,6 +365,15 @@ on_both!(deactivated_and_removed_organizations, |srv| {
             .await
             .ok();
     }
+    // Nor may an instance's organization manager bring it back while it is deactivated: that
+    // gives its users their sign-ins back, and the boss's personal access token with them.
+    on("POST", "/management/v1/orgs/me/_deactivate".into(), json!({})).await.ok();
+    let (manager, manager_pat) = srv.machine_with_roles(None, "manager", &[]).await;
+    srv.post("/admin/v1/members", json!({"userId": manager, "roles": ["IAM_ORG_MANAGER"]})).await.ok();
+    let as_manager =
+        |m: &'static str, p: &'static str| srv.call_as(Some(&manager_pat), Some(&initech), m, p, json!({}));
+    as_manager("POST", "/management/v1/orgs/me/_reactivate").await.err(403, 7);
+    on("POST", "/management/v1/orgs/me/_reactivate".into(), json!({})).await.ok();
 
     // Removed: its users, projects and the memberships others held in it are gone.
     let r = on("POST", "/management/v1/projects".into(), json!({"name": "Staplers"})).await;

@@ -63,6 +63,8 @@ struct IdClaims {
     #[serde(default)]
     sid: Option<String>,
     #[serde(default)]
+    gid: Option<String>,
+    #[serde(default)]
     azp: Option<String>,
     #[serde(default)]
     aud: Value,
@@ -147,13 +149,14 @@ async fn read_token(state: &AppState, c: &mut Conn, token: &str, kind: &str, rol
             if claims.exp <= state.clock.now() {
                 return Err(OAuthError::invalid_grant(format!("the {role} token has expired")));
             }
-            // An ID token of a session that has ended (logout) counts no more, as the session's
-            // access tokens do not.
-            let keys: Vec<String> = claims.sid.iter().map(|sid| revocation::session_key(sid)).collect();
+            // An ID token of a session that has ended (logout) or of a grant that was revoked (a
+            // reused code or refresh token) counts no more, as their access tokens do not.
+            let mut keys: Vec<String> = claims.sid.iter().map(|sid| revocation::session_key(sid)).collect();
+            keys.extend(claims.gid.iter().map(|gid| revocation::grant_key(gid)));
             let user = match user::get_checking_revocation(c, &claims.sub, &keys).await? {
                 Some((u, false)) if u.is_active() && claims.iat >= u.tokens_valid_from => u,
                 Some((u, revoked)) if revoked || claims.iat < u.tokens_valid_from => {
-                    return Err(OAuthError::invalid_grant(format!("the {role} token's session has ended")));
+                    return Err(OAuthError::invalid_grant(format!("the {role} token's session or grant has ended")));
                 }
                 _ => return Err(OAuthError::invalid_grant("the token's user is not active")),
             };
@@ -166,7 +169,7 @@ async fn read_token(state: &AppState, c: &mut Conn, token: &str, kind: &str, rol
                 auth_time: claims.auth_time,
                 amr: claims.amr,
                 session_id: claims.sid,
-                grant_id: None,
+                grant_id: claims.gid,
                 client_id: claims.azp,
             })
         }

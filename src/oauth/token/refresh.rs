@@ -7,6 +7,7 @@ use super::{RefreshData, RefreshPlan, TokenResponse, assertion_audiences, issue_
 use crate::app::AppState;
 use crate::crypto::secret;
 use crate::domain::enums::OidcGrantType;
+use crate::oauth::access;
 use crate::oauth::authorize::{shape, subject};
 use crate::oauth::client_auth::{self, Method};
 use crate::oauth::error::{OAuthError, OAuthResult};
@@ -93,7 +94,8 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     if !u.is_active() {
         return Err(OAuthError::invalid_grant("the user is not active"));
     }
-    if data.granted_at.or(data.auth_time).unwrap_or(row.created_at) < u.tokens_valid_from {
+    let granted = data.granted_at.or(data.auth_time).unwrap_or(row.created_at);
+    if granted < u.tokens_valid_from || !access::actor_still_acts(state, &mut c, data.act.as_ref(), granted).await? {
         return Err(OAuthError::invalid_grant("the refresh token is revoked"));
     }
     let subject =
