@@ -1,7 +1,8 @@
 //! Signed JWT assertions (RFC 7523): client assertions for `private_key_jwt` and the
 //! `jwt-bearer` grant. Signature by a registered public key (RS256, ES256 or EdDSA; never
 //! `none` or HMAC), `iss` = `sub` = the expected party, `aud` naming latch, `exp` in the future,
-//! `iat` not in the future and not older than an hour, `jti` used once.
+//! `iat` not in the future and not older than an hour, `jti` used once (a client assertion must
+//! carry one; a jwt-bearer assertion may leave it out, as RFC 7523 allows).
 
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;

@@ -9,7 +9,7 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{RefreshPlan, TokenResponse, assertion_audiences, issue_tokens};
+use super::{RefreshPlan, TokenResponse, assertion_audiences, issue_tokens, revoke_grant};
 use crate::app::AppState;
 use crate::domain::enums::OidcGrantType;
 use crate::domain::roles::{IAM_IMPERSONATOR, ORG_IMPERSONATOR};
@@ -374,6 +374,24 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         stored: None,
     });
     let mut r = issue_tokens(state, c, &g, sh, refresh).await?;
+    // A logout between the reading of the subject token and the storing of the refresh token
+    // would not find that token (the logout revokes the session's stored refresh tokens), and
+    // it would outlive the session's revocation entry; so, as the code exchange does, the
+    // session is looked at again once the token is stored, and the grant revoked if it ended.
+    if r.refresh_token.is_some()
+        && let (Some(sid), Some(gid)) = (&g.session_id, &g.grant_id)
+    {
+        let mut c = state.db.conn().await?;
+        let ended = [revocation::session_key(sid)];
+        let ended = match state.revocations.check(&ended) {
+            Some(ended) => ended,
+            None => revocation::any_revoked(&mut c, &ended).await?,
+        };
+        if ended {
+            revoke_grant(state, &mut c, gid).await?;
+            return Err(OAuthError::invalid_grant("the session of the token has ended"));
+        }
+    }
     r.issued_token_type = Some(if requested_type == JWT { JWT } else { ACCESS_TOKEN });
     Ok(r)
 }
