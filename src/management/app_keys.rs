@@ -15,7 +15,7 @@ use crate::api::{ApiError, ApiJson, Caller};
 use crate::app::AppState;
 use crate::domain::enums::{ApiAuthMethod, KeyType, OidcAuthMethod};
 use crate::domain::roles::Permission;
-use crate::store::app::AppKind;
+use crate::store::app::{App, AppKind};
 use crate::store::key::{self, Owner};
 
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
@@ -35,6 +35,19 @@ pub struct AddAppKeyResponse {
     details: Details,
     #[serde(skip_serializing_if = "Option::is_none")]
     key_details: Option<String>,
+}
+
+/// Refuses an application that does not authenticate with keys.
+fn uses_keys(a: &App) -> ApiResult<()> {
+    let uses = match a.kind {
+        AppKind::Oidc { auth_method, .. } => auth_method == OidcAuthMethod::PrivateKeyJwt,
+        AppKind::Api { auth_method } => auth_method == ApiAuthMethod::PrivateKeyJwt,
+    };
+    if !uses {
+        return Err(ApiError::precondition("keys are only for applications with the auth method PRIVATE_KEY_JWT")
+            .with_id("APP-NoKeys"));
+    }
+    Ok(())
 }
 
 #[utoipa::path(post, path = "/projects/{project_id}/apps/{app_id}/keys", request_body = AddAppKeyRequest, responses((status = 200, body = AddAppKeyResponse)))]
@@ -57,18 +70,12 @@ pub async fn add_key(
         let mut c = state.db.conn().await?;
         load_app(&mut c, &caller, &project_id, &app_id).await?
     };
-    let uses_keys = match a.kind {
-        AppKind::Oidc { auth_method, .. } => auth_method == OidcAuthMethod::PrivateKeyJwt,
-        AppKind::Api { auth_method } => auth_method == ApiAuthMethod::PrivateKeyJwt,
-    };
-    if !uses_keys {
-        return Err(ApiError::precondition("keys are only for applications with the auth method PRIVATE_KEY_JWT")
-            .with_id("APP-NoKeys"));
-    }
+    uses_keys(&a)?;
     let material = key_material(input).await?;
-    // Stored only if the application is still there (it may have been removed meanwhile).
+    // Stored only if the application is still there and still uses keys (it may have been
+    // removed or changed while the pair was generated).
     let mut tx = state.db.begin().await?;
-    load_app(&mut tx, &caller, &project_id, &app_id).await?;
+    uses_keys(&load_app(&mut tx, &caller, &project_id, &app_id).await?)?;
     let (key_id, private_pem) = store_key(&mut tx, Owner::App, &a.app_id, material, now).await?;
     tx.commit().await?;
     let key_details = private_pem.map(|pem| {

@@ -433,11 +433,48 @@ on_both!(impersonation_ends_with_its_actor, |srv| {
     assert_eq!(userinfo(at.clone()).await, 200);
     let r = refresh(rt).await;
     let rt = r.ok()["refresh_token"].as_str().unwrap().to_string();
+    // The impersonation's token as the actor of an exchange for bob himself keeps its `act`
+    // (without it the result would be bob's own token, free of alice's end).
+    let exchange = |form: Vec<(&'static str, String)>| {
+        let (cid, sec) = (client_id.clone(), secret.clone());
+        async move {
+            let mut pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            pairs.push(("grant_type", TE));
+            token(srv, Some((&cid, &sec)), &pairs).await
+        }
+    };
+    let relay = |requested: &'static str| {
+        vec![
+            ("subject_token", bob.clone()),
+            ("subject_token_type", "urn:service:params:oauth:token-type:user_id".to_string()),
+            ("actor_token", at.clone()),
+            ("actor_token_type", AT.to_string()),
+            ("requested_token_type", requested.to_string()),
+        ]
+    };
+    let r = exchange(relay("urn:ietf:params:oauth:token-type:jwt")).await;
+    let relayed = r.ok()["access_token"].as_str().unwrap().to_string();
+    assert_eq!(claims(&relayed)["act"]["sub"], alice.as_str(), "{}", claims(&relayed));
+    // An ID token of the impersonation, as a subject token of its own.
+    let r = exchange(relay("urn:ietf:params:oauth:token-type:id_token")).await;
+    let id_token = r.ok()["access_token"].as_str().unwrap().to_string();
+    assert_eq!(claims(&id_token)["act"]["sub"], alice.as_str());
+    let by_id_token = || {
+        let t = id_token.clone();
+        exchange(vec![
+            ("subject_token", t),
+            ("subject_token_type", "urn:ietf:params:oauth:token-type:id_token".to_string()),
+        ])
+    };
+    by_id_token().await.ok();
+    assert_eq!(userinfo(relayed.clone()).await, 200);
     // Cut-offs count whole seconds.
     srv.clock.advance(1);
     srv.post(&format!("/management/v1/users/{alice}/_deactivate"), json!({})).await.ok();
     assert_eq!(userinfo(at).await, 401, "the impersonation's access token");
     refresh(rt).await.err(400, "invalid_grant");
+    assert_eq!(userinfo(relayed).await, 401, "a token exchanged from the impersonation's");
+    by_id_token().await.err(400, "invalid_grant");
 });
 
 // An ID token belongs to its grant like the access token beside it: once the grant is revoked

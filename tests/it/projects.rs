@@ -473,8 +473,8 @@ on_both!(a_role_removed_while_a_grant_changes_stays_removed, |srv| {
     assert_eq!(g[0].role_keys, vec!["viewer"]);
 });
 
-// Removing an application or its project deletes the refresh tokens, unredeemed codes and
-// pending sign-ins of its client id, which have no foreign keys and would otherwise come back
+// Removing an application or its project deletes the refresh tokens, unredeemed codes, pending
+// sign-ins and back-channel registrations of its client id, which have no foreign keys and would otherwise come back
 // to life with an import that brings the same client id again.
 on_both!(removed_applications_and_projects_leave_no_tokens_behind, |srv| {
     use crate::authorize::code_query;
@@ -484,7 +484,7 @@ on_both!(removed_applications_and_projects_leave_no_tokens_behind, |srv| {
     let left_for = |client_id: String| async move {
         let mut c = srv.state.db.conn().await.unwrap();
         let mut n = Vec::new();
-        for table in ["refresh_token", "auth_code", "auth_request"] {
+        for table in ["refresh_token", "auth_code", "auth_request", "session_client"] {
             let (k,): (i64,) = sqlx::query_as(&format!("SELECT COUNT(*) FROM {table} WHERE client_id = $1"))
                 .bind(&client_id)
                 .fetch_one(&mut *c)
@@ -495,9 +495,11 @@ on_both!(removed_applications_and_projects_leave_no_tokens_behind, |srv| {
         n
     };
     for remove_project in [false, true] {
-        let (client_id, secret, project) = oidc_app(srv, json!({})).await;
+        let bcl = json!({"backChannelLogoutUri": "https://app.example.com/bcl"});
+        let (client_id, secret, project) = oidc_app(srv, bcl).await;
         let secret = secret.unwrap();
-        // A refresh token, a code not yet redeemed and a sign-in still pending.
+        // A refresh token, a code not yet redeemed, a sign-in still pending and the session's
+        // note that the application wants to hear of its end.
         let b = Browser::new(srv);
         let (verifier, challenge) = pkce();
         let mut q = code_query(&client_id, &challenge);
@@ -511,7 +513,7 @@ on_both!(removed_applications_and_projects_leave_no_tokens_behind, |srv| {
         let (pending, _) = Browser::new(srv).authorize(&q).await;
         assert!(pending.is_some());
         // The redeemed code stays (marked used); a finished sign-in does not.
-        assert_eq!(left_for(client_id.clone()).await, vec![1, 2, 1], "before the removal");
+        assert_eq!(left_for(client_id.clone()).await, vec![1, 2, 1, 1], "before the removal");
 
         let apps = format!("/management/v1/projects/{project}/apps");
         let r = srv.post(&format!("{apps}/_search"), json!({})).await;
@@ -521,6 +523,6 @@ on_both!(removed_applications_and_projects_leave_no_tokens_behind, |srv| {
         } else {
             srv.delete(&format!("{apps}/{app_id}")).await.ok();
         }
-        assert_eq!(left_for(client_id).await, vec![0, 0, 0], "removing the project: {remove_project}");
+        assert_eq!(left_for(client_id).await, vec![0, 0, 0, 0], "removing the project: {remove_project}");
     }
 });

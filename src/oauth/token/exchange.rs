@@ -154,7 +154,13 @@ async fn read_token(state: &AppState, c: &mut Conn, token: &str, kind: &str, rol
             let mut keys: Vec<String> = claims.sid.iter().map(|sid| revocation::session_key(sid)).collect();
             keys.extend(claims.gid.iter().map(|gid| revocation::grant_key(gid)));
             let user = match user::get_checking_revocation(c, &claims.sub, &keys).await? {
-                Some((u, false)) if u.is_active() && claims.iat >= u.tokens_valid_from => u,
+                Some((u, false))
+                    if u.is_active()
+                        && claims.iat >= u.tokens_valid_from
+                        && access::actor_still_acts(state, c, claims.act.as_ref(), claims.iat).await? =>
+                {
+                    u
+                }
                 Some((u, revoked)) if revoked || claims.iat < u.tokens_valid_from => {
                     return Err(OAuthError::invalid_grant(format!("the {role} token's session or grant has ended")));
                 }
@@ -281,7 +287,10 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
             }
             Some(act)
         }
-        _ => subject.act.clone(),
+        // No new impersonation: the result keeps the `act` either token carries (an actor token
+        // that is itself an impersonation's token names its actor; dropping it would free the
+        // result from that actor's end).
+        _ => subject.act.clone().or_else(|| actor.as_ref().and_then(|a| a.act.clone())),
     };
     // Audience: a subset of the subject's and actor's; by default the subject's.
     let mut allowed_aud = subject.audience.clone();
