@@ -99,17 +99,27 @@ pub async fn resolve(state: &AppState, c: &mut impl Source, token: &str) -> Resu
     Ok(Some(Access { claims, user: u, is_pat }))
 }
 
-/// Whether what an impersonation issued (`act` names the actor) still stands for its actor: a
-/// lock, a deactivation or a cut-off of the actor's tokens after `issued_at` ends it, as it ends
-/// the actor's own tokens. Anything without `act` stands.
+/// Whether what an impersonation issued (`act` names the actor) still stands for its actors: a
+/// lock, a deactivation or a cut-off of an actor's tokens after `issued_at` ends it, as it ends
+/// the actor's own tokens. Every actor of a nested `act` (an impersonation by someone who was
+/// being impersonated) counts. Anything without `act` stands.
 pub async fn actor_still_acts(
     state: &AppState,
     c: &mut impl Source,
     act: Option<&serde_json::Value>,
     issued_at: i64,
 ) -> Result<bool> {
-    let Some(actor_id) = act.and_then(|a| a.get("sub")).and_then(|s| s.as_str()) else {
-        return Ok(true);
-    };
-    Ok(state.cache.user(c, actor_id).await?.is_some_and(|a| a.is_active() && issued_at >= a.tokens_valid_from))
+    /// More nesting than any exchange makes; a deeper chain stands for none.
+    const DEPTH: usize = 8;
+    let mut next = act;
+    for _ in 0..DEPTH {
+        let Some(a) = next else { return Ok(true) };
+        let Some(actor_id) = a.get("sub").and_then(|s| s.as_str()) else { return Ok(false) };
+        let acts = state.cache.user(c, actor_id).await?;
+        if !acts.is_some_and(|u| u.is_active() && issued_at >= u.tokens_valid_from) {
+            return Ok(false);
+        }
+        next = a.get("act");
+    }
+    Ok(next.is_none())
 }

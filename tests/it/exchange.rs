@@ -468,6 +468,23 @@ on_both!(impersonation_ends_with_its_actor, |srv| {
     };
     by_id_token().await.ok();
     assert_eq!(userinfo(relayed.clone()).await, 200);
+    // Nested: bob, impersonated by alice, becomes an impersonator himself and uses that token to
+    // impersonate carol; the result names both actors and ends with either.
+    let carol = human(srv, "carol", "Carol-pass-1").await;
+    let role = json!({"userId": bob, "roles": ["ORG_END_USER_IMPERSONATOR"]});
+    srv.post("/management/v1/orgs/me/members", role).await.ok();
+    let r = exchange(vec![
+        ("subject_token", carol),
+        ("subject_token_type", "urn:service:params:oauth:token-type:user_id".to_string()),
+        ("actor_token", at.clone()),
+        ("actor_token_type", AT.to_string()),
+        ("requested_token_type", "urn:ietf:params:oauth:token-type:jwt".to_string()),
+    ])
+    .await;
+    let nested = r.ok()["access_token"].as_str().unwrap().to_string();
+    let c = claims(&nested);
+    assert_eq!((&c["act"]["sub"], &c["act"]["act"]["sub"]), (&json!(bob), &json!(alice)), "{c}");
+    assert_eq!(userinfo(nested.clone()).await, 200);
     // Cut-offs count whole seconds.
     srv.clock.advance(1);
     srv.post(&format!("/management/v1/users/{alice}/_deactivate"), json!({})).await.ok();
@@ -475,6 +492,7 @@ on_both!(impersonation_ends_with_its_actor, |srv| {
     refresh(rt).await.err(400, "invalid_grant");
     assert_eq!(userinfo(relayed).await, 401, "a token exchanged from the impersonation's");
     by_id_token().await.err(400, "invalid_grant");
+    assert_eq!(userinfo(nested).await, 401, "a nested impersonation ends with its first actor");
 });
 
 // An ID token belongs to its grant like the access token beside it: once the grant is revoked
