@@ -964,3 +964,38 @@ on_both!(a_generated_domain_is_none_of_the_listed_ones, |srv| {
     let generated = domains.iter().find(|(_, primary)| *primary == 1).expect("a primary domain");
     assert_eq!(generated.0, format!("gamma-orgg.{host}"), "{domains:?}");
 });
+
+// A machine user's id and name are the client ids of its tokens: an import gives neither an
+// application's client id, nor an application a machine user's id or name, as the management
+// API refuses too. Each such organization fails whole; the others arrive.
+on_both!(imported_machine_users_and_applications_keep_their_client_ids_apart, |srv| {
+    let (client_id, _, _) = crate::browser::oidc_app(srv, json!({})).await;
+    srv.post("/management/v1/users/machine", json!({"userName": "printer", "name": "P"})).await.ok();
+    let machine = |id: &str, name: &str| json!({"userId": id, "user": {"userName": name, "name": "M"}});
+    let with_api_app = |org: &str, client: &str| {
+        json!({"orgId": org, "org": {"name": org}, "projects": [{"projectId": format!("p-{org}"), "project": {"name": "P"}}],
+               "apiApps": [{"appId": format!("a-{org}"), "app": {"projectId": format!("p-{org}"), "name": "api"}, "clientId": client}]})
+    };
+    let orgs = json!({"orgs": [
+        {"orgId": "org-a", "org": {"name": "A"}, "machineUsers": [machine(&client_id, "m-a")]},
+        {"orgId": "org-b", "org": {"name": "B"}, "machineUsers": [machine("m-b", &client_id)]},
+        with_api_app("org-c", "PRINTER"),
+        {"orgId": "org-d", "org": {"name": "D"}, "machineUsers": [machine("m-d", "m-d")]},
+        with_api_app("org-e", "m-d"),
+    ]});
+    let before = counts(srv).await;
+    let r = import(srv, json!({"dataOrgs": orgs, "timeout": "1m"})).await;
+    let errors = r["errors"].as_array().unwrap();
+    for org in ["org-a", "org-b", "org-c", "org-e"] {
+        let found = errors.iter().any(|e| e["id"] == org && e["message"].as_str().unwrap().contains("client id"));
+        assert!(found, "{org}: {r}");
+    }
+    let imported: Vec<&str> =
+        r["success"]["orgs"].as_array().unwrap().iter().map(|o| o["orgId"].as_str().unwrap()).collect();
+    assert_eq!(imported, ["org-d"], "{r}");
+    let mut after = before;
+    after[0] += 1; // org-d
+    after[1] += 1; // its generated domain
+    after[2] += 1; // its machine user
+    assert_eq!(counts(srv).await, after);
+});

@@ -157,6 +157,7 @@ async fn write(state: &AppState, c: &mut Conn, org_id: &str, plan: &Plan, now: i
         )))?;
     }
     user::insert_many(c, &plan.users).await.map_err(conflict("a user id or user name is taken".to_string()))?;
+    client_ids_apart(c, plan).await?;
     for (user_id, l) in &plan.links {
         user::insert_idp_link(c, user_id, l, now).await?;
     }
@@ -168,4 +169,32 @@ async fn write(state: &AppState, c: &mut Conn, org_id: &str, plan: &Plan, now: i
         member::upsert(c, Scope::Project, project_id, user_id, roles, now).await?;
     }
     Ok(generated)
+}
+
+/// A machine user's id and name are the client ids of its tokens (jwt-bearer, client_credentials),
+/// so neither may be an application's client id, in this organization or another, as the
+/// management API refuses too: its tokens would pass for the application's. Read after the
+/// organization's applications and users are written, so it sees both those of the document and
+/// those already there.
+async fn client_ids_apart(c: &mut Conn, plan: &Plan) -> ApiResult<()> {
+    for u in plan.users.iter().filter(|u| matches!(u.kind, Kind::Machine(_))) {
+        for name in [&u.user_id, &u.username] {
+            if app::get_by_client_id(c, name).await?.is_some() {
+                return Err(ApiError::exists(format!(
+                    "machine user {}: '{name}' is the client id of an application",
+                    u.user_id
+                )));
+            }
+        }
+    }
+    for a in &plan.apps {
+        let machine = |u: Option<user::User>| u.is_some_and(|u| matches!(u.kind, Kind::Machine(_)));
+        if machine(user::get(c, &a.client_id).await?) || machine(user::get_by_username(c, &a.client_id).await?) {
+            return Err(ApiError::exists(format!(
+                "application {}: its client id {} is a machine user's id or name",
+                a.app_id, a.client_id
+            )));
+        }
+    }
+    Ok(())
 }
