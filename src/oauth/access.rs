@@ -99,6 +99,21 @@ pub async fn resolve(state: &AppState, c: &mut impl Source, token: &str) -> Resu
     Ok(Some(Access { claims, user: u, is_pat }))
 }
 
+/// The deepest nesting of `act` that counts (token exchange issues none deeper); a deeper
+/// chain stands for none.
+pub const ACT_DEPTH: usize = 8;
+
+/// How many actors an `act` chain names.
+pub fn act_depth(act: &serde_json::Value) -> usize {
+    let mut depth = 0;
+    let mut next = Some(act);
+    while let Some(a) = next.filter(|a| !a.is_null()) {
+        depth += 1;
+        next = a.get("act");
+    }
+    depth
+}
+
 /// Whether what an impersonation issued (`act` names the actor) still stands for its actors: a
 /// lock, a deactivation or a cut-off of an actor's tokens after `issued_at` ends it, as it ends
 /// the actor's own tokens. Every actor of a nested `act` (an impersonation by someone who was
@@ -109,11 +124,9 @@ pub async fn actor_still_acts(
     act: Option<&serde_json::Value>,
     issued_at: i64,
 ) -> Result<bool> {
-    /// More nesting than any exchange makes; a deeper chain stands for none.
-    const DEPTH: usize = 8;
     let mut next = act;
-    for _ in 0..DEPTH {
-        let Some(a) = next else { return Ok(true) };
+    for _ in 0..ACT_DEPTH {
+        let Some(a) = next.filter(|a| !a.is_null()) else { return Ok(true) };
         let Some(actor_id) = a.get("sub").and_then(|s| s.as_str()) else { return Ok(false) };
         let acts = state.cache.user(c, actor_id).await?;
         if !acts.is_some_and(|u| u.is_active() && issued_at >= u.tokens_valid_from) {
@@ -121,5 +134,5 @@ pub async fn actor_still_acts(
         }
         next = a.get("act");
     }
-    Ok(next.is_none())
+    Ok(next.is_none_or(|a| a.is_null()))
 }

@@ -970,7 +970,8 @@ on_both!(a_generated_domain_is_none_of_the_listed_ones, |srv| {
 // API refuses too. Each such organization fails whole; the others arrive.
 on_both!(imported_machine_users_and_applications_keep_their_client_ids_apart, |srv| {
     let (client_id, _, _) = crate::browser::oidc_app(srv, json!({})).await;
-    srv.post("/management/v1/users/machine", json!({"userName": "printer", "name": "P"})).await.ok();
+    let r = srv.post("/management/v1/users/machine", json!({"userName": "printer", "name": "P"})).await;
+    let printer_id = r.ok()["userId"].as_str().unwrap().to_string();
     let machine = |id: &str, name: &str| json!({"userId": id, "user": {"userName": name, "name": "M"}});
     let with_api_app = |org: &str, client: &str| {
         json!({"orgId": org, "org": {"name": org}, "projects": [{"projectId": format!("p-{org}"), "project": {"name": "P"}}],
@@ -980,14 +981,23 @@ on_both!(imported_machine_users_and_applications_keep_their_client_ids_apart, |s
         {"orgId": "org-a", "org": {"name": "A"}, "machineUsers": [machine(&client_id, "m-a")]},
         {"orgId": "org-b", "org": {"name": "B"}, "machineUsers": [machine("m-b", &client_id)]},
         with_api_app("org-c", "PRINTER"),
-        {"orgId": "org-d", "org": {"name": "D"}, "machineUsers": [machine("m-d", "m-d")]},
-        with_api_app("org-e", "m-d"),
+        {"orgId": "org-d", "org": {"name": "D"}, "machineUsers": [machine("m-d-id", "m-d-name"), machine("same", "same")]},
+        with_api_app("org-e", "m-d-id"),
+        {"orgId": "org-f", "org": {"name": "F"}, "machineUsers": [machine("printer", "m-f")]},
+        {"orgId": "org-g", "org": {"name": "G"}, "machineUsers": [machine("m-g", &printer_id)]},
     ]});
     let before = counts(srv).await;
     let r = import(srv, json!({"dataOrgs": orgs, "timeout": "1m"})).await;
     let errors = r["errors"].as_array().unwrap();
-    for org in ["org-a", "org-b", "org-c", "org-e"] {
-        let found = errors.iter().any(|e| e["id"] == org && e["message"].as_str().unwrap().contains("client id"));
+    for (org, text) in [
+        ("org-a", "client id"),
+        ("org-b", "client id"),
+        ("org-c", "client id"),
+        ("org-e", "client id"),
+        ("org-f", "another user's name"),
+        ("org-g", "another user's id"),
+    ] {
+        let found = errors.iter().any(|e| e["id"] == org && e["message"].as_str().unwrap().contains(text));
         assert!(found, "{org}: {r}");
     }
     let imported: Vec<&str> =
@@ -996,6 +1006,6 @@ on_both!(imported_machine_users_and_applications_keep_their_client_ids_apart, |s
     let mut after = before;
     after[0] += 1; // org-d
     after[1] += 1; // its generated domain
-    after[2] += 1; // its machine user
+    after[2] += 2; // its machine users (one whose id is its own name)
     assert_eq!(counts(srv).await, after);
 });

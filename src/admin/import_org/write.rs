@@ -172,8 +172,8 @@ async fn write(state: &AppState, c: &mut Conn, org_id: &str, plan: &Plan, now: i
 }
 
 /// A machine user's id and name are the client ids of its tokens (jwt-bearer, client_credentials),
-/// so neither may be an application's client id, in this organization or another, as the
-/// management API refuses too: its tokens would pass for the application's. Read after the
+/// so neither may be an application's client id, in this organization or another, nor the other
+/// one of another user, as the management API refuses too: its tokens would pass for theirs. Read after the
 /// organization's applications and users are written, so it sees both those of the document and
 /// those already there.
 async fn client_ids_apart(c: &mut Conn, plan: &Plan) -> ApiResult<()> {
@@ -185,6 +185,14 @@ async fn client_ids_apart(c: &mut Conn, plan: &Plan) -> ApiResult<()> {
                     u.user_id
                 )));
             }
+        }
+        // Nor another user's name as its id, nor another user's id as its name.
+        let other = |found: Option<user::User>| found.is_some_and(|f| f.user_id != u.user_id);
+        if other(user::get_by_username(c, &u.user_id).await?) || other(user::get(c, &u.username).await?) {
+            return Err(ApiError::exists(format!(
+                "machine user {}: its id is another user's name, or its name another user's id",
+                u.user_id
+            )));
         }
     }
     for a in &plan.apps {

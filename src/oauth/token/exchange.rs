@@ -164,7 +164,7 @@ async fn read_token(state: &AppState, c: &mut Conn, token: &str, kind: &str, rol
                 Some((u, revoked)) if revoked || claims.iat < u.tokens_valid_from => {
                     return Err(OAuthError::invalid_grant(format!("the {role} token's session or grant has ended")));
                 }
-                _ => return Err(OAuthError::invalid_grant("the token's user is not active")),
+                _ => return Err(OAuthError::invalid_grant("the token's user or one of its actors is not active")),
             };
             Ok(Party {
                 user,
@@ -285,6 +285,10 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
             if let Some(prev) = &a.act {
                 act["act"] = prev.clone();
             }
+            // What access::resolve would refuse as soon as it is used is not issued.
+            if access::act_depth(&act) > access::ACT_DEPTH {
+                return Err(OAuthError::new(ErrorCode::AccessDenied, "impersonations nest too deep"));
+            }
             Some(act)
         }
         // No new impersonation: the result keeps the `act` either token carries (an actor token
@@ -383,22 +387,24 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         stored: None,
     });
     let mut r = issue_tokens(state, c, &g, sh, refresh).await?;
-    // A logout between the reading of the subject token and the storing of the refresh token
-    // would not find that token (the logout revokes the session's stored refresh tokens), and
-    // it would outlive the session's revocation entry; so, as the code exchange does, the
-    // session is looked at again once the token is stored, and the grant revoked if it ended.
+    // A logout or a revocation of the grant between the reading of the subject token and the
+    // storing of the refresh token would not find that token (both revoke the stored refresh
+    // tokens they find), and it would outlive their revocation entries; so, as the code exchange
+    // does, the session and the grant are looked at again once the token is stored, and the
+    // grant revoked if either ended.
     if r.refresh_token.is_some()
-        && let (Some(sid), Some(gid)) = (&g.session_id, &g.grant_id)
+        && let Some(gid) = &g.grant_id
     {
         let mut c = state.db.conn().await?;
-        let ended = [revocation::session_key(sid)];
+        let mut ended = vec![revocation::grant_key(gid)];
+        ended.extend(g.session_id.iter().map(|sid| revocation::session_key(sid)));
         let ended = match state.revocations.check(&ended) {
             Some(ended) => ended,
             None => revocation::any_revoked(&mut c, &ended).await?,
         };
         if ended {
             revoke_grant(state, &mut c, gid).await?;
-            return Err(OAuthError::invalid_grant("the session of the token has ended"));
+            return Err(OAuthError::invalid_grant("the session or grant of the token has ended"));
         }
     }
     r.issued_token_type = Some(if requested_type == JWT { JWT } else { ACCESS_TOKEN });
