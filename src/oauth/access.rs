@@ -6,8 +6,10 @@
 use super::issue::AccessClaims;
 use crate::app::AppState;
 use crate::crypto::secret;
+use crate::domain::roles::{IAM_IMPERSONATOR, ORG_IMPERSONATOR};
+use crate::domain::settings::SecurityPolicy;
 use crate::store::user::User;
-use crate::store::{Result, Source, key, revocation, user};
+use crate::store::{Conn, Result, Source, key, member, revocation, setting, user};
 
 /// A valid access token and its user.
 #[derive(Debug, Clone)]
@@ -93,7 +95,7 @@ pub async fn resolve(state: &AppState, c: &mut impl Source, token: &str) -> Resu
     if revoked || !u.is_active() || (!is_pat && claims.iat < u.tokens_valid_from) {
         return Ok(None);
     }
-    if !actor_still_acts(state, c, claims.act.as_ref(), claims.iat).await? {
+    if !actor_still_acts(state, c, claims.act.as_ref(), claims.iat, &u.org_id).await? {
         return Ok(None);
     }
     Ok(Some(Access { claims, user: u, is_pat }))
@@ -114,17 +116,33 @@ pub fn act_depth(act: &serde_json::Value) -> usize {
     depth
 }
 
-/// Whether what an impersonation issued (`act` names the actor) still stands for its actors: a
-/// lock, a deactivation or a cut-off of an actor's tokens after `issued_at` ends it, as it ends
-/// the actor's own tokens. Every actor of a nested `act` (an impersonation by someone who was
-/// being impersonated) counts. Anything without `act` stands.
+/// Whether `actor_id` may impersonate users of `org_id`: an impersonator role of the instance or
+/// of that organization (the owners' roles hold it too, as in ZITADEL).
+pub async fn may_impersonate(c: &mut Conn, actor_id: &str, org_id: &str) -> Result<bool> {
+    let (iam, org) = member::roles_of(c, actor_id, org_id).await?;
+    Ok(iam.iter().any(|r| r == IAM_IMPERSONATOR || r == "IAM_OWNER")
+        || org.iter().any(|r| r == ORG_IMPERSONATOR || r == "ORG_OWNER"))
+}
+
+/// Whether what an impersonation issued (`act` names the actor) still stands: the security
+/// policy still allows impersonation, the actor still may impersonate users of `subject_org`
+/// (the subject's organization), and no actor, nested ones too (an impersonation by someone who
+/// was being impersonated), was locked, deactivated or cut off after `issued_at`, as that ends
+/// the actor's own tokens. Anything without `act` stands.
 pub async fn actor_still_acts(
     state: &AppState,
     c: &mut impl Source,
     act: Option<&serde_json::Value>,
     issued_at: i64,
+    subject_org: &str,
 ) -> Result<bool> {
-    let mut next = act;
+    let Some(first) = act.filter(|a| !a.is_null()) else { return Ok(true) };
+    let Some(actor_id) = first.get("sub").and_then(|s| s.as_str()) else { return Ok(false) };
+    let policy = setting::load::<SecurityPolicy>(c.conn().await?, setting::INSTANCE).await?.value;
+    if !policy.enable_impersonation || !may_impersonate(c.conn().await?, actor_id, subject_org).await? {
+        return Ok(false);
+    }
+    let mut next = Some(first);
     for _ in 0..ACT_DEPTH {
         let Some(a) = next.filter(|a| !a.is_null()) else { return Ok(true) };
         let Some(actor_id) = a.get("sub").and_then(|s| s.as_str()) else { return Ok(false) };

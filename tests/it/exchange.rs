@@ -534,3 +534,46 @@ on_both!(an_id_token_ends_with_its_grant, |srv| {
     exchange().await.err(400, "invalid_grant");
     assert_eq!(userinfo(exchanged).await, 401, "what the exchange issued belongs to the grant");
 });
+
+// What an impersonation issued stands only while impersonation does: turning the security
+// policy's switch off refuses its tokens (on again, they serve again), and the actor's loss of
+// the impersonator role ends them.
+on_both!(impersonation_tokens_need_the_policy_and_the_role, |srv| {
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    let bob = human(srv, "bob", "Builder-b0b!").await;
+    let te_app = json!({"grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
+    let (client_id, secret, _) = oidc_app(srv, te_app).await;
+    let secret = secret.unwrap();
+    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
+    srv.put("/admin/v1/policies/security", json!({"enableImpersonation": true})).await.ok();
+    srv.post("/management/v1/orgs/me/members", json!({"userId": alice, "roles": ["ORG_END_USER_IMPERSONATOR"]}))
+        .await
+        .ok();
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let actor = t.ok()["access_token"].as_str().unwrap().to_string();
+    let form = [
+        ("grant_type", TE),
+        ("subject_token", bob.as_str()),
+        ("subject_token_type", "urn:service:params:oauth:token-type:user_id"),
+        ("actor_token", actor.as_str()),
+        ("actor_token_type", AT),
+    ];
+    let r = token(srv, Some((&client_id, &secret)), &form).await;
+    let (at, rt) =
+        (r.ok()["access_token"].as_str().unwrap().to_string(), r.body["refresh_token"].as_str().unwrap().to_string());
+    let userinfo = |at: String| async move {
+        reqwest::Client::new().get(srv.url("/oidc/v1/userinfo")).bearer_auth(at).send().await.unwrap().status().as_u16()
+    };
+    let refresh = [("grant_type", "refresh_token"), ("refresh_token", rt.as_str())];
+    assert_eq!(userinfo(at.clone()).await, 200);
+    srv.put("/admin/v1/policies/security", json!({"enableImpersonation": false})).await.ok();
+    assert_eq!(userinfo(at.clone()).await, 401, "impersonation is off");
+    token(srv, Some((&client_id, &secret)), &refresh).await.err(400, "invalid_grant");
+    assert_eq!(userinfo(actor.clone()).await, 200, "the actor's own token is no impersonation's");
+    srv.put("/admin/v1/policies/security", json!({"enableImpersonation": true})).await.ok();
+    assert_eq!(userinfo(at.clone()).await, 200, "on again");
+    srv.delete(&format!("/management/v1/orgs/me/members/{alice}")).await.ok();
+    assert_eq!(userinfo(at).await, 401, "the actor is no impersonator any more");
+});

@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 use super::{RefreshPlan, TokenResponse, assertion_audiences, issue_tokens, revoke_grant};
 use crate::app::AppState;
 use crate::domain::enums::OidcGrantType;
-use crate::domain::roles::{IAM_IMPERSONATOR, ORG_IMPERSONATOR};
 use crate::domain::settings::{Features, SecurityPolicy};
 use crate::oauth::access;
 use crate::oauth::assertion;
@@ -157,7 +156,7 @@ async fn read_token(state: &AppState, c: &mut Conn, token: &str, kind: &str, rol
                 Some((u, false))
                     if u.is_active()
                         && claims.iat >= u.tokens_valid_from
-                        && access::actor_still_acts(state, c, claims.act.as_ref(), claims.iat).await? =>
+                        && access::actor_still_acts(state, c, claims.act.as_ref(), claims.iat, &u.org_id).await? =>
                 {
                     u
                 }
@@ -182,13 +181,6 @@ async fn read_token(state: &AppState, c: &mut Conn, token: &str, kind: &str, rol
         REFRESH_TOKEN => Err(OAuthError::invalid_request(format!("a refresh token cannot be the {role} token"))),
         other => Err(OAuthError::invalid_request(format!("the {role}_token_type '{other}' is not supported here"))),
     }
-}
-
-/// Whether `actor` may impersonate users of `org_id`.
-async fn may_impersonate(c: &mut Conn, actor: &User, org_id: &str) -> OAuthResult<bool> {
-    let (iam, org) = member::roles_of(c, &actor.user_id, org_id).await?;
-    Ok(iam.iter().any(|r| r == IAM_IMPERSONATOR || r == "IAM_OWNER")
-        || org.iter().any(|r| r == ORG_IMPERSONATOR || r == "ORG_OWNER"))
 }
 
 pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthResult<TokenResponse> {
@@ -272,7 +264,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
                     "impersonation is disabled by the security policy",
                 ));
             }
-            if !may_impersonate(&mut c, &a.user, &subject.user.org_id).await? {
+            if !access::may_impersonate(&mut c, &a.user.user_id, &subject.user.org_id).await? {
                 return Err(OAuthError::new(ErrorCode::AccessDenied, "the actor may not impersonate this user"));
             }
             // End users only: an administrator's token would carry its powers to the actor. Any
