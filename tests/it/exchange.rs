@@ -577,3 +577,53 @@ on_both!(impersonation_tokens_need_the_policy_and_the_role, |srv| {
     srv.delete(&format!("/management/v1/orgs/me/members/{alice}")).await.ok();
     assert_eq!(userinfo(at).await, 401, "the actor is no impersonator any more");
 });
+
+// Impersonations nest (someone impersonated may become an impersonator and act with that
+// token), but no deeper than the eight levels tokens are honoured for: the ninth is refused at
+// the exchange rather than issued and refused at every use.
+on_both!(impersonations_nest_eight_deep_at_most, |srv| {
+    let te_app = json!({"grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
+    let (client_id, secret, _) = oidc_app(srv, te_app).await;
+    let secret = secret.unwrap();
+    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
+    srv.put("/admin/v1/policies/security", json!({"enableImpersonation": true})).await.ok();
+    let mut users = Vec::new();
+    // code_for signs in alice.
+    users.push(human(srv, "alice", "Wonder-land1").await);
+    for i in 1..10 {
+        users.push(human(srv, &format!("link{i}"), "Wonder-land1").await);
+    }
+    let make_impersonator = |id: String| async move {
+        let role = json!({"userId": id, "roles": ["ORG_END_USER_IMPERSONATOR"]});
+        srv.post("/management/v1/orgs/me/members", role).await.ok();
+    };
+    // alice signs in; each token then impersonates the next user, who becomes an impersonator.
+    make_impersonator(users[0].clone()).await;
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let mut actor = t.ok()["access_token"].as_str().unwrap().to_string();
+    for (depth, next) in users.iter().enumerate().skip(1) {
+        let form = [
+            ("grant_type", TE),
+            ("subject_token", next.as_str()),
+            ("subject_token_type", "urn:service:params:oauth:token-type:user_id"),
+            ("actor_token", actor.as_str()),
+            ("actor_token_type", AT),
+            ("requested_token_type", "urn:ietf:params:oauth:token-type:jwt"),
+        ];
+        let r = token(srv, Some((&client_id, &secret)), &form).await;
+        if depth <= 8 {
+            actor = r.ok()["access_token"].as_str().unwrap().to_string();
+            let mut act = &claims(&actor)["act"];
+            for _ in 1..depth {
+                act = &act["act"];
+            }
+            assert_eq!(act["sub"], users[0].as_str(), "depth {depth}");
+            make_impersonator(next.clone()).await;
+        } else {
+            r.err(400, "access_denied");
+            assert!(r.body["error_description"].as_str().unwrap().contains("too deep"), "{}", r.body);
+        }
+    }
+});
