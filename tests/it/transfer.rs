@@ -1009,3 +1009,37 @@ on_both!(imported_machine_users_and_applications_keep_their_client_ids_apart, |s
     after[2] += 2; // its machine users (one whose id is its own name)
     assert_eq!(counts(srv).await, after);
 });
+
+// The store answering "unavailable" (here PostgreSQL's too_many_connections, raised by a trigger
+// on the second organization's row; SQLite's busy code cannot be raised from SQL) stops the
+// import as an internal error does: the first organization stays, the rest is not attempted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unavailable_store_stops_the_import() {
+    let srv = TestServer::start(Backend::Postgres).await;
+    {
+        let srv = &srv;
+        let mut c = srv.state.db.conn().await.unwrap();
+        for sql in [
+            "CREATE FUNCTION busy_org() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             IF NEW.org_id = 'o-2' THEN RAISE EXCEPTION 'busy' USING ERRCODE = 'too_many_connections'; END IF; \
+             RETURN NEW; END $$",
+            "CREATE TRIGGER busy_org BEFORE INSERT ON org FOR EACH ROW EXECUTE FUNCTION busy_org()",
+        ] {
+            sqlx::query(sql).execute(&mut *c).await.unwrap();
+        }
+        drop(c);
+        let doc = json!({"orgs": [
+            {"orgId": "o-1", "org": {"name": "One"}},
+            {"orgId": "o-2", "org": {"name": "Two"}},
+            {"orgId": "o-3", "org": {"name": "Three"}},
+        ]});
+        let r = import(srv, json!({"dataOrgs": doc})).await;
+        assert_eq!(r["success"]["orgs"].as_array().unwrap().len(), 1, "{r}");
+        assert_eq!(r["errors"][0]["id"], "o-2", "{r}");
+        assert!(r["errors"][0]["message"].as_str().unwrap().contains("stopped"), "{r}");
+        assert_eq!(r["errors"][1]["id"], "o-3", "{r}");
+        assert!(r["errors"][1]["message"].as_str().unwrap().contains("not attempted"), "{r}");
+        srv.get("/admin/v1/orgs/o-3").await.err(404, 5);
+    }
+    srv.stop().await;
+}

@@ -27,7 +27,7 @@ impl Target {
 
     /// Writes one organization's plan; `Ok(Ok(domain))` names the domain generated for a new
     /// organization that brought no primary one. `Ok(Err(e))`: refused as a whole (a conflict
-    /// found on writing), nothing of it kept; `Err(e)`: an internal error, which stops the import.
+    /// found on writing), nothing of it kept; `Err(e)`: an internal or unavailable store, which stops the import.
     pub(super) async fn apply(
         &mut self,
         state: &AppState,
@@ -35,7 +35,8 @@ impl Target {
         plan: &Plan,
         now: i64,
     ) -> ApiResult<Result<Option<String>, ApiError>> {
-        let stops = |e: &ApiError| e.code == Code::Internal;
+        // A store that failed or is unavailable stops the import; a conflict refuses one org.
+        let stops = |e: &ApiError| matches!(e.code, Code::Internal | Code::Unavailable);
         let generated = match self {
             Target::Commit => {
                 let mut tx = state.db.begin().await?;
