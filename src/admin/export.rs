@@ -204,7 +204,11 @@ async fn export_org(
         };
         if let Some(h) = u.human() {
             let otp = match (&h.otp_secret, with_otp) {
-                (Some(s), true) => state.open_otp(&u.user_id, s).unwrap_or_default(),
+                // A secret that does not open (another master key, a damaged row) fails the
+                // export: leaving it out would move the user without their second factor.
+                (Some(s), true) => state.open_otp(&u.user_id, s).ok_or_else(|| {
+                    ApiError::internal(format!("the TOTP secret of user {} does not open; nothing exported", u.user_id))
+                })?,
                 _ => String::new(),
             };
             let idps = links.remove(&u.user_id).unwrap_or_default();

@@ -506,9 +506,21 @@ on_both!(export_leaves_out_what_was_not_asked_for, |srv| {
     assert_eq!(org_ids(&doc), vec![org.clone()]);
     let text = doc.to_string();
     assert!(!text.contains("hashedPassword") && !text.contains("otpCode") && !text.contains("ecretDigest"), "{text}");
-    let doc = export(srv, json!({"responseOutput": true, "orgIds": [org], "withOtp": true})).await;
+    let doc = export(srv, json!({"responseOutput": true, "orgIds": [org.clone()], "withOtp": true})).await;
     assert!(doc.to_string().contains(TOTP));
     assert!(!doc.to_string().contains("hashedPassword"));
+    // A TOTP secret that does not open (another master key, a damaged row) fails the export
+    // rather than moving its user without a second factor; without withOtp it is not read.
+    let mut c = srv.state.db.conn().await.unwrap();
+    sqlx::query("UPDATE account SET otp_secret = $1 WHERE otp_secret IS NOT NULL")
+        .bind(vec![7u8; 48])
+        .execute(&mut *c)
+        .await
+        .unwrap();
+    drop(c);
+    let with_otp = json!({"responseOutput": true, "orgIds": [org.clone()], "withOtp": true});
+    srv.post("/admin/v1/export", with_otp).await.err(500, 13);
+    export(srv, json!({"responseOutput": true, "orgIds": [org]})).await;
 });
 
 // --- Google Cloud Storage ------------------------------------------------------------------
