@@ -88,10 +88,12 @@ impl FromRequestParts<AppState> for Caller {
         };
         let mut named =
             parts.headers.get_all(ORG_HEADER).iter().chain(parts.headers.get_all(ORG_HEADER_ZITADEL).iter());
-        let org_id = match named.next().map(|v| v.to_str().map(str::trim)) {
+        // Read as UTF-8, not only visible ASCII: an imported organization's id may have any
+        // characters, and it must stay manageable.
+        let org_id = match named.next().map(header_text) {
             None => u.org_id.clone(),
             Some(Ok(id)) if !id.is_empty() => {
-                if named.any(|v| v.to_str().ok().map(str::trim) != Some(id)) {
+                if named.any(|v| header_text(v).ok() != Some(id)) {
                     return Err(bad_header());
                 }
                 id.to_string()
@@ -109,4 +111,9 @@ impl FromRequestParts<AppState> for Caller {
         }
         Ok(Caller { user_id: u.user_id, user_org_id: u.org_id, org_id, iam_roles, org_roles })
     }
+}
+
+/// A header's value as UTF-8 text, trimmed.
+fn header_text(v: &axum::http::HeaderValue) -> Result<&str, std::str::Utf8Error> {
+    std::str::from_utf8(v.as_bytes()).map(str::trim)
 }

@@ -878,6 +878,18 @@ on_both!(imported_org_ids_of_any_characters_get_a_domain, |srv| {
     let report = import(srv, json!({"dataOrgs": orgs, "timeout": "1m"})).await;
     assert_eq!(report["errors"], json!([]), "{report}");
     assert_eq!(report["success"]["orgs"].as_array().unwrap().len(), 3, "{report}");
+    // Such an organization stays manageable: the header carries its id as UTF-8.
+    let id = reqwest::header::HeaderValue::from_bytes("€€€a".as_bytes()).unwrap();
+    let r = reqwest::Client::new()
+        .get(srv.url("/management/v1/orgs/me"))
+        .bearer_auth(&srv.pat)
+        .header("x-latch-orgid", id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["org"]["id"], "€€€a", "{body}");
 });
 
 // A dry run checks a plain password against the policy but does not hash it: its writes are
