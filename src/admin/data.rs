@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use super::settings::LoginPolicyDoc;
 use crate::api::types::is_false;
 use crate::api::types::lenient_u64;
-use crate::domain::enums::{AccessTokenType, DomainValidationType, OrgState, PrivateLabelingSetting, UserState};
+use crate::domain::enums::{
+    AccessTokenType, AppState, DomainValidationType, OrgState, PrivateLabelingSetting, ProjectState, UserState,
+};
 use crate::domain::settings::{LockoutPolicy, PasswordComplexityPolicy};
 use crate::management::apps::{ApiAppRequest, OidcAppRequest};
 use crate::management::import::ImportHumanUserRequest;
@@ -55,6 +57,10 @@ pub struct ProjectData {
 pub struct DataProject {
     pub project_id: String,
     pub project: ProjectData,
+    /// latch: `PROJECT_STATE_INACTIVE` for a deactivated project (left out when active), so it
+    /// stays deactivated on the target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<ProjectState>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
@@ -78,6 +84,9 @@ pub struct DataOidcApp {
     /// latch: the SHA-256 digest (base64) of the client secret (only with `with_passwords`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub client_secret_digest: String,
+    /// latch: `APP_STATE_INACTIVE` for a deactivated application (left out when active).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<AppState>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
@@ -89,6 +98,9 @@ pub struct DataApiApp {
     pub client_id: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub client_secret_digest: String,
+    /// latch: `APP_STATE_INACTIVE` for a deactivated application (left out when active).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<AppState>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]

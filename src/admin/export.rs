@@ -20,7 +20,7 @@ use crate::api::error::ApiResult;
 use crate::api::{ApiError, ApiJson, Caller, Code};
 use crate::app::AppState;
 use crate::domain::duration;
-use crate::domain::enums::{OrgState, UserState};
+use crate::domain::enums::{AppState as AppLifecycle, OrgState, ProjectState, UserState};
 use crate::domain::roles::Permission;
 use crate::domain::settings::{LockoutPolicy, LoginPolicy, PasswordComplexityPolicy};
 use crate::management::apps::{ApiAppRequest, OidcAppRequest};
@@ -166,6 +166,7 @@ async fn export_org(
                 has_project_check: p.has_project_check,
                 private_labeling_setting: p.private_labeling,
             },
+            state: (p.state == ProjectState::Inactive).then_some(ProjectState::Inactive),
         });
     }
     for r in project::roles_by_org(c, org_id).await? {
@@ -183,6 +184,7 @@ async fn export_org(
                 app: OidcAppRequest::from_config(&a.project_id, &a.name, *auth_method, config),
                 client_id: a.client_id.clone(),
                 client_secret_digest: b64(&a.secret_digest, with_passwords),
+                state: inactive(a.state),
             }),
             AppKind::Api { auth_method } => d.api_apps.push(DataApiApp {
                 app_id: a.app_id.clone(),
@@ -193,6 +195,7 @@ async fn export_org(
                 },
                 client_id: a.client_id.clone(),
                 client_secret_digest: b64(&a.secret_digest, with_passwords),
+                state: inactive(a.state),
             }),
         }
     }
@@ -267,4 +270,9 @@ async fn export_org(
         d.org_members.push(DataMember { user_id: m.user_id, roles: m.roles });
     }
     Ok(d)
+}
+
+/// An application's state as the export carries it: only a deactivated one says so.
+fn inactive(s: AppLifecycle) -> Option<AppLifecycle> {
+    (s == AppLifecycle::Inactive).then_some(AppLifecycle::Inactive)
 }

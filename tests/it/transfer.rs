@@ -171,6 +171,18 @@ async fn client_credentials(srv: &TestServer, user: &str, secret: &str) -> reqwe
 
 on_both!(export_then_import_into_a_second_instance_round_trips, |srv| {
     let (org, robot, secret) = populate(srv).await;
+    // A deactivated project and a deactivated application move as deactivated.
+    let on = |m: &'static str, path: String, body: Value| {
+        let org = org.clone();
+        async move { srv.call_as(Some(&srv.pat), Some(&org), m, &path, body).await }
+    };
+    let r = on("POST", "/management/v1/projects".into(), json!({"name": "Archive"})).await;
+    let archive = r.ok()["id"].as_str().unwrap().to_string();
+    on("POST", format!("/management/v1/projects/{archive}/_deactivate"), json!({})).await.ok();
+    let first = export(srv, json!({"responseOutput": true, "orgIds": [org.clone()]})).await;
+    let api = first["orgs"][0]["apiApps"][0].clone();
+    let (api_project, api_app) = (api["app"]["projectId"].as_str().unwrap(), api["appId"].as_str().unwrap());
+    on("POST", format!("/management/v1/projects/{api_project}/apps/{api_app}/_deactivate"), json!({})).await.ok();
     let all = json!({"withPasswords": true, "withOtp": true, "responseOutput": true, "timeout": "1m30s"});
     let doc = export(srv, all).await;
     let ids = org_ids(&doc);
@@ -192,6 +204,10 @@ on_both!(export_then_import_into_a_second_instance_round_trips, |srv| {
     assert!(acme["oidcApps"][0]["clientId"].is_string());
     assert_eq!(acme["oidcApps"][0]["app"]["clockSkew"], "2s");
     assert!(acme["apiApps"][0]["clientSecretDigest"].is_string());
+    assert_eq!(acme["apiApps"][0]["state"], "APP_STATE_INACTIVE");
+    assert!(acme["oidcApps"][0].get("state").is_none(), "an active one says nothing");
+    let archived = acme["projects"].as_array().unwrap().iter().find(|p| p["projectId"] == archive.as_str()).unwrap();
+    assert_eq!(archived["state"], "PROJECT_STATE_INACTIVE");
     assert_eq!(acme["userGrants"][0]["roleKeys"], json!(["admin", "reader"]));
     assert!(acme["orgMembers"].as_array().unwrap().iter().any(|m| m["roles"] == json!(["ORG_USER_MANAGER"])));
     assert_eq!(acme["loginPolicy"]["passwordCheckLifetime"], "3600s");
@@ -209,7 +225,7 @@ on_both!(export_then_import_into_a_second_instance_round_trips, |srv| {
     let acme_ok = ok.iter().find(|o| o["orgId"] == org.as_str()).unwrap();
     assert_eq!(acme_ok["humanUserIds"].as_array().unwrap().len(), 3);
     assert_eq!(acme_ok["machineUserIds"].as_array().unwrap().len(), 1);
-    assert_eq!(acme_ok["projectIds"].as_array().unwrap().len(), 1);
+    assert_eq!(acme_ok["projectIds"].as_array().unwrap().len(), 2);
     assert_eq!(acme_ok["oidcAppIds"].as_array().unwrap().len(), 1);
     assert_eq!(acme_ok["apiAppIds"].as_array().unwrap().len(), 1);
     assert_eq!(acme_ok["userGrants"].as_array().unwrap().len(), 1);
@@ -218,6 +234,20 @@ on_both!(export_then_import_into_a_second_instance_round_trips, |srv| {
     assert!(report.get("skipped").is_none(), "nothing existed: {report}");
     assert_ne!(counts(&dst).await, before);
 
+    let target_app = dst
+        .call_as(
+            Some(&dst.pat),
+            Some(&org),
+            "GET",
+            &format!("/management/v1/projects/{api_project}/apps/{api_app}"),
+            json!(null),
+        )
+        .await;
+    assert_eq!(target_app.ok()["app"]["state"], "APP_STATE_INACTIVE");
+    let target_project = dst
+        .call_as(Some(&dst.pat), Some(&org), "GET", &format!("/management/v1/projects/{archive}"), json!(null))
+        .await;
+    assert_eq!(target_project.ok()["project"]["state"], "PROJECT_STATE_INACTIVE");
     // Exported again from the target: identical.
     let again =
         export(&dst, json!({"org_ids": ids, "with_passwords": true, "with_otp": true, "response_output": true})).await;

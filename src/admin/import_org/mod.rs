@@ -433,7 +433,10 @@ fn check_projects(ck: &mut Check, d: &DataOrg, ex: &Existing, plan: &mut Plan, o
             project_id: id.to_string(),
             org_id: org_id.clone(),
             name: p.project.name.trim().to_string(),
-            state: ProjectState::Active,
+            state: match p.state {
+                Some(ProjectState::Inactive) => ProjectState::Inactive,
+                _ => ProjectState::Active,
+            },
             role_assertion: p.project.project_role_assertion,
             role_check: p.project.project_role_check,
             has_project_check: p.project.has_project_check,
@@ -509,13 +512,13 @@ fn check_apps(ck: &mut Check, d: &DataOrg, ex: &Existing, plan: &mut Plan, ok: &
             .app
             .config("DataOIDCApplication.app")
             .map(|config| AppKind::Oidc { auth_method: a.app.auth_method_type, config });
-        ("oidc_app", &a.app_id, &a.app.project_id, &a.app.name, kind, &a.client_id, &a.client_secret_digest)
+        ("oidc_app", &a.app_id, &a.app.project_id, &a.app.name, kind, &a.client_id, &a.client_secret_digest, a.state)
     });
     let api = d.api_apps.iter().map(|a| {
         let kind: ApiResult<AppKind> = Ok(AppKind::Api { auth_method: a.app.auth_method_type });
-        ("api_app", &a.app_id, &a.app.project_id, &a.app.name, kind, &a.client_id, &a.client_secret_digest)
+        ("api_app", &a.app_id, &a.app.project_id, &a.app.name, kind, &a.client_id, &a.client_secret_digest, a.state)
     });
-    for (kind_name, app_id, project_id, name, kind, client_id, secret) in oidc.chain(api) {
+    for (kind_name, app_id, project_id, name, kind, client_id, secret, app_state) in oidc.chain(api) {
         let id = app_id.trim();
         let r = "DataApplication";
         let valid = ck.check(kind_name, id, validate::required(r, "appId", id, 200).map_err(Into::into))
@@ -568,7 +571,10 @@ fn check_apps(ck: &mut Check, d: &DataOrg, ex: &Existing, plan: &mut Plan, ok: &
             project_id: project_id.clone(),
             org_id: org_id.clone(),
             name: name.trim().to_string(),
-            state: AppLifecycle::Active,
+            state: match app_state {
+                Some(AppLifecycle::Inactive) => AppLifecycle::Inactive,
+                _ => AppLifecycle::Active,
+            },
             client_id,
             // Without its digest a confidential client needs a new secret after the move.
             secret_digest: secret_digest.filter(|_| confidential),
