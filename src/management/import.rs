@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 
-use super::passwords::{check_new_password, hash_new_password};
+use super::passwords::{check_against, check_new_password};
 use super::users::{AddUserResponse, EmailInput, HumanInput, PhoneInput, ProfileInput, insert_human};
 use crate::api::error::ApiResult;
 use crate::api::types::Details;
@@ -14,6 +14,7 @@ use crate::app::AppState;
 use crate::crypto::{hashes, totp};
 use crate::domain::enums::UserState;
 use crate::domain::roles::Permission;
+use crate::domain::settings::PasswordComplexityPolicy;
 use crate::domain::validate;
 use crate::login::{codes, i18n};
 use crate::store::user::{Human, IdpLink};
@@ -78,19 +79,26 @@ pub const DRY_RUN_HASH: &str = "$dry-run$";
 
 /// A record checked and ready to insert; a plain `password` is checked against the policy and
 /// hashed, or only checked when `hash` is false (a dry run: [`DRY_RUN_HASH`] stands in).
+///
+/// `policy`: the complexity policy the password must meet when it is not the organization's
+/// stored one (an organization import that brings the new organization's own policy).
 pub async fn prepare(
     state: &AppState,
     org_id: &str,
+    policy: Option<&PasswordComplexityPolicy>,
     req: &ImportHumanUserRequest,
     r: &str,
     hash: bool,
 ) -> ApiResult<Prepared> {
     let mut p = check_record(req, r)?;
     if p.human.password_hash.is_none() && !req.password.is_empty() {
+        match policy {
+            Some(policy) => check_against(r, &req.password, policy)?,
+            None => check_new_password(state, org_id, r, &req.password).await?,
+        }
         p.human.password_hash = Some(if hash {
-            hash_new_password(state, org_id, r, &req.password).await?
+            state.hasher.hash(&req.password).await.map_err(ApiError::internal)?
         } else {
-            check_new_password(state, org_id, r, &req.password).await?;
             DRY_RUN_HASH.to_string()
         });
     }
@@ -189,7 +197,7 @@ pub async fn import_human(
     ApiJson(req): ApiJson<ImportHumanUserRequest>,
 ) -> ApiResult<Json<AddUserResponse>> {
     caller.require(Permission::UserWrite)?;
-    let prepared = prepare(&state, &caller.org_id, &req, "ImportHumanUserRequest", true).await?;
+    let prepared = prepare(&state, &caller.org_id, None, &req, "ImportHumanUserRequest", true).await?;
     let now = state.clock.now();
     let mut tx = state.db.begin().await?;
     let user_id = insert(&state, &mut tx, &caller.org_id, None, prepared, None, now).await?;

@@ -37,6 +37,12 @@ pub async fn check_new_password(state: &AppState, org_id: &str, req: &str, passw
         let mut c = state.db.conn().await?;
         complexity_policy(&mut c, org_id).await?
     };
+    check_against(req, password, &policy)
+}
+
+/// Whether `password` may be set under `policy` (length, complexity).
+pub fn check_against(req: &str, password: &str, policy: &PasswordComplexityPolicy) -> ApiResult<()> {
+    validate::length(req, "password", password, 1, MAX_PASSWORD)?;
     let problems = policy.violations(password);
     if !problems.is_empty() {
         return Err(ApiError::invalid(format!(

@@ -932,12 +932,12 @@ on_both!(a_dry_run_checks_plain_passwords_without_hashing_them, |srv| {
         r["password"] = json!(password);
         serde_json::from_value(r).unwrap()
     };
-    let p = prepare(&srv.state, &org, &user("Str0ng-Passw0rd!"), "r", false).await.unwrap();
+    let p = prepare(&srv.state, &org, None, &user("Str0ng-Passw0rd!"), "r", false).await.unwrap();
     assert_eq!(p.human.password_hash.as_deref(), Some(DRY_RUN_HASH));
-    let p = prepare(&srv.state, &org, &user("Str0ng-Passw0rd!"), "r", true).await.unwrap();
+    let p = prepare(&srv.state, &org, None, &user("Str0ng-Passw0rd!"), "r", true).await.unwrap();
     assert!(p.human.password_hash.unwrap().starts_with("$argon2id$"));
     for hash in [false, true] {
-        let Err(e) = prepare(&srv.state, &org, &user("weak"), "r", hash).await else {
+        let Err(e) = prepare(&srv.state, &org, None, &user("weak"), "r", hash).await else {
             panic!("a weak password passed")
         };
         assert!(e.message.contains("complexity") || e.message.contains("password"), "{}", e.message);
@@ -1097,3 +1097,33 @@ async fn an_unavailable_store_stops_the_import() {
     }
     srv.stop().await;
 }
+
+// A plain password of a new organization's user meets the complexity policy the document gives
+// that organization, not only the instance's.
+on_both!(imported_plain_passwords_meet_the_organizations_own_policy, |srv| {
+    let user = |id: &str, password: &str| {
+        json!({"userId": id, "user": {"userName": id, "profile": {"firstName": "P", "lastName": "W"},
+               "email": {"email": format!("{id}@example.com"), "isEmailVerified": true}, "password": password}})
+    };
+    let strict =
+        json!({"minLength": 12, "hasUppercase": true, "hasLowercase": true, "hasNumber": true, "hasSymbol": true});
+    let orgs = json!({"orgs": [
+        {"orgId": "org-short", "org": {"name": "Short"}, "passwordComplexityPolicy": strict,
+         "humanUsers": [user("shorty", "Abcdef1!")]},
+        {"orgId": "org-long", "org": {"name": "Long"}, "passwordComplexityPolicy": strict,
+         "humanUsers": [user("longy", "Abcdefgh12!!")]},
+    ]});
+    // The short password meets the instance's policy: only the document's refuses it.
+    srv.post("/management/v1/users/human/_import", user("probe", "Abcdef1!")["user"].clone()).await.ok();
+    for dry_run in [true, false] {
+        let r = import(srv, json!({"dataOrgs": orgs, "timeout": "1m", "dryRun": dry_run})).await;
+        let errors = r["errors"].as_array().unwrap();
+        assert!(
+            errors.iter().any(|e| e["id"] == "shorty" && e["message"].as_str().unwrap().contains("complexity")),
+            "dry run {dry_run}: {r}"
+        );
+        let imported: Vec<&str> =
+            r["success"]["orgs"].as_array().unwrap().iter().map(|o| o["orgId"].as_str().unwrap()).collect();
+        assert_eq!(imported, ["org-long"], "dry run {dry_run}: {r}");
+    }
+});

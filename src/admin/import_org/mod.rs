@@ -660,9 +660,13 @@ async fn check_users(
     dry_run: bool,
 ) {
     let org_id = ck.org_id.to_string();
+    // Plain passwords meet the policy the organization will have: the document's own for an
+    // organization that has none yet, else the one in force.
+    let policy = plan.complexity.clone();
     for (j, u) in d.human_users.iter().enumerate() {
         let Some((id, user_state)) = human_slot(ck, j, u, index_in_doc, index, duplicates) else { continue };
-        let mut p = match prepare(state, &org_id, &u.user, &format!("humanUsers[{j}].user"), !dry_run).await {
+        let r = format!("humanUsers[{j}].user");
+        let mut p = match prepare(state, &org_id, policy.as_ref(), &u.user, &r, !dry_run).await {
             Ok(p) => p,
             Err(e) => {
                 ck.fail("human_user", id, e.message);
