@@ -19,6 +19,52 @@ async fn sibling_app(srv: &crate::harness::TestServer, project: &str, app: &serd
     (r.ok()["clientId"].as_str().unwrap().to_string(), r.body["clientSecret"].as_str().unwrap().to_string())
 }
 
+/// What `alice_impersonates_bob` leaves: alice (an ORG_END_USER_IMPERSONATOR) signed in to a
+/// client with the token-exchange grant (`actor`, her own access token) and impersonated bob
+/// (`at` and `rt`, the impersonation's access and refresh tokens).
+struct Impersonation {
+    alice: String,
+    bob: String,
+    client_id: String,
+    secret: String,
+    actor: String,
+    at: String,
+    rt: String,
+}
+
+async fn alice_impersonates_bob(srv: &crate::harness::TestServer) -> Impersonation {
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    let bob = human(srv, "bob", "Builder-b0b!").await;
+    let te_app = json!({"grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
+    let (client_id, secret, _) = oidc_app(srv, te_app).await;
+    let secret = secret.unwrap();
+    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
+    srv.put("/admin/v1/policies/security", json!({"enableImpersonation": true})).await.ok();
+    srv.post("/management/v1/orgs/me/members", json!({"userId": alice, "roles": ["ORG_END_USER_IMPERSONATOR"]}))
+        .await
+        .ok();
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let actor = t.ok()["access_token"].as_str().unwrap().to_string();
+    let form = [
+        ("grant_type", TE),
+        ("subject_token", bob.as_str()),
+        ("subject_token_type", "urn:service:params:oauth:token-type:user_id"),
+        ("actor_token", actor.as_str()),
+        ("actor_token_type", AT),
+    ];
+    let r = token(srv, Some((&client_id, &secret)), &form).await;
+    let (at, rt) =
+        (r.ok()["access_token"].as_str().unwrap().to_string(), r.body["refresh_token"].as_str().unwrap().to_string());
+    Impersonation { alice, bob, client_id, secret, actor, at, rt }
+}
+
+/// The status of a userinfo request with `at`.
+async fn userinfo_status(srv: &crate::harness::TestServer, at: String) -> u16 {
+    reqwest::Client::new().get(srv.url("/oidc/v1/userinfo")).bearer_auth(at).send().await.unwrap().status().as_u16()
+}
+
 on_both!(token_exchange, |srv| {
     let alice = human(srv, "alice", "Wonder-land1").await;
     let bob = human(srv, "bob", "Builder-b0b!").await;
@@ -399,33 +445,8 @@ on_both!(no_exchange_for_a_user_of_a_deactivated_organization, |srv| {
 // What an impersonation issued ends with its actor: deactivating the actor ends the access
 // token and the refresh token that name them in `act`, as it ends the actor's own.
 on_both!(impersonation_ends_with_its_actor, |srv| {
-    let alice = human(srv, "alice", "Wonder-land1").await;
-    let bob = human(srv, "bob", "Builder-b0b!").await;
-    let te_app = json!({"grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
-    let (client_id, secret, _) = oidc_app(srv, te_app).await;
-    let secret = secret.unwrap();
-    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
-    srv.put("/admin/v1/policies/security", json!({"enableImpersonation": true})).await.ok();
-    srv.post("/management/v1/orgs/me/members", json!({"userId": alice, "roles": ["ORG_END_USER_IMPERSONATOR"]}))
-        .await
-        .ok();
-    let b = Browser::new(srv);
-    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
-    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
-    let actor = t.ok()["access_token"].as_str().unwrap().to_string();
-    let form = [
-        ("grant_type", TE),
-        ("subject_token", bob.as_str()),
-        ("subject_token_type", "urn:service:params:oauth:token-type:user_id"),
-        ("actor_token", actor.as_str()),
-        ("actor_token_type", AT),
-    ];
-    let r = token(srv, Some((&client_id, &secret)), &form).await;
-    let (at, rt) =
-        (r.ok()["access_token"].as_str().unwrap().to_string(), r.body["refresh_token"].as_str().unwrap().to_string());
-    let userinfo = |at: String| async move {
-        reqwest::Client::new().get(srv.url("/oidc/v1/userinfo")).bearer_auth(at).send().await.unwrap().status().as_u16()
-    };
+    let Impersonation { alice, bob, client_id, secret, at, rt, .. } = alice_impersonates_bob(srv).await;
+    let userinfo = |at: String| userinfo_status(srv, at);
     let refresh = |rt: String| {
         let (cid, sec) = (client_id.clone(), secret.clone());
         async move { token(srv, Some((&cid, &sec)), &[("grant_type", "refresh_token"), ("refresh_token", &rt)]).await }
@@ -539,33 +560,8 @@ on_both!(an_id_token_ends_with_its_grant, |srv| {
 // policy's switch off refuses its tokens (on again, they serve again), and the actor's loss of
 // the impersonator role ends them.
 on_both!(impersonation_tokens_need_the_policy_and_the_role, |srv| {
-    let alice = human(srv, "alice", "Wonder-land1").await;
-    let bob = human(srv, "bob", "Builder-b0b!").await;
-    let te_app = json!({"grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
-    let (client_id, secret, _) = oidc_app(srv, te_app).await;
-    let secret = secret.unwrap();
-    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
-    srv.put("/admin/v1/policies/security", json!({"enableImpersonation": true})).await.ok();
-    srv.post("/management/v1/orgs/me/members", json!({"userId": alice, "roles": ["ORG_END_USER_IMPERSONATOR"]}))
-        .await
-        .ok();
-    let b = Browser::new(srv);
-    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
-    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
-    let actor = t.ok()["access_token"].as_str().unwrap().to_string();
-    let form = [
-        ("grant_type", TE),
-        ("subject_token", bob.as_str()),
-        ("subject_token_type", "urn:service:params:oauth:token-type:user_id"),
-        ("actor_token", actor.as_str()),
-        ("actor_token_type", AT),
-    ];
-    let r = token(srv, Some((&client_id, &secret)), &form).await;
-    let (at, rt) =
-        (r.ok()["access_token"].as_str().unwrap().to_string(), r.body["refresh_token"].as_str().unwrap().to_string());
-    let userinfo = |at: String| async move {
-        reqwest::Client::new().get(srv.url("/oidc/v1/userinfo")).bearer_auth(at).send().await.unwrap().status().as_u16()
-    };
+    let Impersonation { alice, client_id, secret, actor, at, rt, .. } = alice_impersonates_bob(srv).await;
+    let userinfo = |at: String| userinfo_status(srv, at);
     let refresh = [("grant_type", "refresh_token"), ("refresh_token", rt.as_str())];
     assert_eq!(userinfo(at.clone()).await, 200);
     srv.put("/admin/v1/policies/security", json!({"enableImpersonation": false})).await.ok();
