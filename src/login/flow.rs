@@ -62,6 +62,23 @@ pub struct Progress {
     pub totp_pending: Option<String>,
 }
 
+impl Progress {
+    /// Forgets the checks (password, second factor) made before `cut_off`, the user's
+    /// `tokens_valid_from`: a lock, a deactivation, or a password set by an administrator or by
+    /// e-mailed code since then ends what the old password gave, a sign-in left half-way
+    /// included. Else whoever had stopped at a later step (a required password change, the
+    /// e-mail code, a second factor to set up) could come back and finish, or set the password.
+    fn forget_checks_before(&mut self, cut_off: i64) {
+        if self.password_at.is_some_and(|t| t < cut_off) || self.otp_at.is_some_and(|t| t < cut_off) {
+            self.password_at = None;
+            self.otp_at = None;
+            self.amr.clear();
+            self.mfa_setup = false;
+            self.totp_pending = None;
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
     LoginName,
@@ -110,6 +127,7 @@ impl Flow {
         // The user is read fresh (sign-in never trusts the cache), and remembered for the token
         // paths: the code exchange that follows a sign-in finds it there.
         let since = state.cache.generation();
+        let read_at = state.clock.now();
         let found = auth_request::get_with_user(c, id).await.map_err(|e| store_fail(t0, headers, e))?;
         let Some((row, user)) = found.filter(|(r, _)| r.expires_at > state.clock.now()) else {
             return Err(fail(t0, headers, StatusCode::BAD_REQUEST, t0.err_expired));
@@ -120,14 +138,17 @@ impl Flow {
         let browser = cookie::existing(headers, state.settings.secure_cookies)
             .filter(|b| aws_lc_rs::constant_time::verify_slices_are_equal(&b.key, &row.ua_key).is_ok())
             .ok_or_else(|| fail(t, headers, StatusCode::FORBIDDEN, t.err_form))?;
-        let progress: Progress =
+        let mut progress: Progress =
             from_json("auth_request.progress", &row.progress).map_err(|e| store_fail(t, headers, e))?;
+        if let Some(u) = &user {
+            progress.forget_checks_before(u.tokens_valid_from);
+        }
         let client = client::load(&state.cache, c, &params.client_id)
             .await
             .map_err(|e| store_fail(t, headers, e))?
             .ok_or_else(|| fail(t, headers, StatusCode::BAD_REQUEST, "the application is no longer available"))?;
         if let Some(u) = &user {
-            state.cache.remember_user(since, u);
+            state.cache.remember_user(since, read_at, u);
         }
         Ok(Flow { row, params, client, progress, browser, t, request_id: request_id(headers), user })
     }

@@ -558,9 +558,14 @@ pub async fn change_password(
     };
     let t = f.t;
     // Only as the step the flow is at: after every factor, when a change is required.
-    let Some(u) = f.user.clone().filter(|_| f.next_step(false) == Step::ChangePassword) else {
+    let (Some(u), Some(checked_at)) =
+        (f.user.clone().filter(|_| f.next_step(false) == Step::ChangePassword), f.progress.password_at)
+    else {
         return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
     };
+    if let Some(msg) = not_signing_in(t, &u) {
+        return fail(t, &headers, StatusCode::FORBIDDEN, msg);
+    }
     match check_new_password(&mut c, t, &u.org_id, &form.password, &form.password_repeat).await {
         Ok(Ok(())) => {}
         Ok(Err(msg)) => return show(&state, &mut c, f, &headers, Some(msg), None).await,
@@ -572,8 +577,12 @@ pub async fn change_password(
             return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
         }
     };
-    if let Err(e) = credentials::set_password(&mut c, &u.user_id, &hash, false, state.clock.now()).await {
-        return store_fail(t, &headers, e);
+    // Only while the password checked still counts: the user may have been cut off while the
+    // new one was hashed.
+    match credentials::change_password_at_sign_in(&mut c, &u.user_id, &hash, checked_at, state.clock.now()).await {
+        Ok(true) => {}
+        Ok(false) => return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_expired),
+        Err(e) => return store_fail(t, &headers, e),
     }
     if let Err(e) = reload_user(&mut c, &mut f).await {
         return store_fail(t, &headers, e);
@@ -611,6 +620,9 @@ pub async fn verify_email(
     // the attempts of the code its owner was sent.
     if f.next_step(false) != Step::VerifyEmail {
         return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
+    }
+    if let Some(msg) = f.user.as_ref().and_then(|u| not_signing_in(t, u)) {
+        return fail(t, &headers, StatusCode::FORBIDDEN, msg);
     }
     match check_code(&state, &mut c, &f, VERIFY, &form.code).await {
         Ok(Ok(())) => {}
@@ -665,6 +677,9 @@ pub async fn skip_verification(
     };
     if f.progress.password_at.is_none() {
         return fail(f.t, &headers, StatusCode::BAD_REQUEST, f.t.err_form);
+    }
+    if let Some(msg) = f.user.as_ref().and_then(|u| not_signing_in(f.t, u)) {
+        return fail(f.t, &headers, StatusCode::FORBIDDEN, msg);
     }
     f.progress.email_checked = true;
     if let Err(e) = f.save(&mut c).await {

@@ -99,6 +99,9 @@ struct PasswordWrite {
     /// Tokens and sessions issued before end ([`super::user::cut_off_tokens`]), in the same
     /// statement.
     cut_off: bool,
+    /// Only if the user's cut-off (`tokens_valid_from`) is not later than this: the password
+    /// check the change rests on still counts.
+    checked_at: Option<i64>,
 }
 
 /// Sets a human's password (an initial one makes the user active), in one statement; the codes
@@ -110,7 +113,7 @@ async fn write_password(c: &mut Conn, user_id: &str, hash: &str, how: PasswordWr
          email_verified = CASE WHEN $4 = 1 THEN 1 ELSE email_verified END, \
          tokens_valid_from = CASE WHEN $5 = 1 THEN $3 ELSE tokens_valid_from END, \
          state = CASE WHEN state = 6 THEN 1 ELSE state END \
-         WHERE user_id = $6 AND user_type = 1 AND ($7 = 0 OR password_hash IS NULL)",
+         WHERE user_id = $6 AND user_type = 1 AND ($7 = 0 OR password_hash IS NULL) AND tokens_valid_from <= $8",
     )
     .bind(hash)
     .bind(flag(how.change_required))
@@ -119,6 +122,7 @@ async fn write_password(c: &mut Conn, user_id: &str, hash: &str, how: PasswordWr
     .bind(flag(how.cut_off))
     .bind(user_id)
     .bind(flag(how.only_first))
+    .bind(how.checked_at.unwrap_or(i64::MAX))
     .execute(&mut *c)
     .await?;
     let changed = r.rows_affected() == 1;
@@ -131,6 +135,19 @@ async fn write_password(c: &mut Conn, user_id: &str, hash: &str, how: PasswordWr
 /// Sets a human's password (an administrator's, or a change at sign-in).
 pub async fn set_password(c: &mut Conn, user_id: &str, hash: &str, change_required: bool, now: i64) -> Result<bool> {
     write_password(c, user_id, hash, PasswordWrite { change_required, ..Default::default() }, now).await
+}
+
+/// [`set_password`] as the sign-in's required change, resting on the password checked at
+/// `checked_at`: false, and nothing written, when the user was cut off since (a lock, a
+/// deactivation, a password set by an administrator or by e-mailed code).
+pub async fn change_password_at_sign_in(
+    c: &mut Conn,
+    user_id: &str,
+    hash: &str,
+    checked_at: i64,
+    now: i64,
+) -> Result<bool> {
+    write_password(c, user_id, hash, PasswordWrite { checked_at: Some(checked_at), ..Default::default() }, now).await
 }
 
 /// [`set_password`] for a human who has none yet (false: one has been set meanwhile, which stays);

@@ -328,6 +328,74 @@ on_both!(admin_set_password_must_be_changed, |srv| {
     assert_eq!(b2.sign_in(&id, &page, "dora", "New-Passw0rd").await.status, 303);
 });
 
+on_both!(a_sign_in_left_half_way_ends_with_the_users_cut_off, |srv| {
+    // Someone who knew dora's old password stopped at the password change; an administrator
+    // then set a new password (or locked and unlocked her): the old password's check counts no
+    // more, so the pending sign-in can neither set a password nor finish.
+    let r = srv
+        .post(
+            "/management/v1/users/human",
+            json!({"userName": "dora", "profile": {"firstName": "Dora", "lastName": "E"},
+                   "email": {"email": "dora@example.com", "isEmailVerified": true}, "initialPassword": "Initial-Pw1"}),
+        )
+        .await;
+    let dora = r.ok()["userId"].as_str().unwrap().to_string();
+    let b = Browser::new(srv);
+    let (id, page) = start(srv, &b, &[]).await;
+    let change = b.sign_in(&id, &page, "dora", "Initial-Pw1").await;
+    assert!(change.html.contains("name=\"password_repeat\""), "{}", change.html);
+    srv.clock.advance(1);
+    srv.post(
+        &format!("/management/v1/users/{dora}/password"),
+        json!({"password": "Admin-Passw0rd1", "noChangeRequired": true}),
+    )
+    .await
+    .ok();
+    let r = b
+        .post(
+            &format!("/ui/login/{id}/change_password"),
+            &[("csrf", &change.csrf()), ("password", "Mine-Passw0rd1"), ("password_repeat", "Mine-Passw0rd1")],
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.html);
+    // The request asks for the password again.
+    let again = b.get(&format!("/ui/login/{id}")).await;
+    assert!(again.html.contains("name=\"password\"") && !again.html.contains("password_repeat"), "{}", again.html);
+    assert_eq!(srv.count("session").await, 0);
+    let b2 = Browser::new(srv);
+    let (id2, page2) = start(srv, &b2, &[]).await;
+    assert_eq!(
+        b2.sign_in(&id2, &page2, "dora", "Mine-Passw0rd1").await.status,
+        200,
+        "the attacker's password was not set"
+    );
+    let (id2, page2) = start(srv, &b2, &[]).await;
+    assert_eq!(b2.sign_in(&id2, &page2, "dora", "Admin-Passw0rd1").await.status, 303);
+
+    // Stopped at the e-mail verification, which could be put off: a lock and an unlock since
+    // end that sign-in too.
+    let r = srv
+        .post("/management/v1/users/human", json!({"userName": "fred", "profile": {"firstName": "Fred", "lastName": "F"}, "email": {"email": "fred@example.com"}}))
+        .await;
+    let fred = r.ok()["userId"].as_str().unwrap().to_string();
+    srv.post(
+        &format!("/management/v1/users/{fred}/password"),
+        json!({"password": "Fred-Passw0rd", "noChangeRequired": true}),
+    )
+    .await
+    .ok();
+    let b = Browser::new(srv);
+    let (id, page) = start(srv, &b, &[]).await;
+    let verify = b.sign_in(&id, &page, "fred", "Fred-Passw0rd").await;
+    assert!(verify.html.contains("/verify_email/skip"), "{}", verify.html);
+    srv.clock.advance(1);
+    srv.post(&format!("/management/v1/users/{fred}/_lock"), json!({})).await.ok();
+    srv.post(&format!("/management/v1/users/{fred}/_unlock"), json!({})).await.ok();
+    let r = b.post(&format!("/ui/login/{id}/verify_email/skip"), &[("csrf", &verify.csrf())]).await;
+    assert_eq!(r.status, 400, "no code after the cut-off: {:?} {}", r.location, r.html);
+    assert_eq!(srv.count("session").await, 1, "dora's only");
+});
+
 on_both!(registration_with_email_verification, |srv| {
     let b = Browser::new(srv);
     // Not allowed by default: the login page says so.
