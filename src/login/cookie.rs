@@ -2,8 +2,9 @@
 //! binds sessions and pending requests to the browser. `HttpOnly`, `SameSite=Lax`, and `Secure`
 //! (with the `__Host-` prefix) when the external URL is https.
 
-use axum::http::header::{COOKIE, SET_COOKIE};
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::header::{CACHE_CONTROL, COOKIE, LOCATION, SET_COOKIE};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 
 use crate::crypto::secret;
 
@@ -47,6 +48,20 @@ pub fn existing(headers: &HeaderMap, secure: bool) -> Option<Browser> {
 /// The browser cookie of `headers`, or a new one.
 pub fn get_or_create(headers: &HeaderMap, secure: bool) -> Browser {
     existing(headers, secure).unwrap_or_else(fresh)
+}
+
+/// Sends a form POST that came without the browser cookie on to `path` as a GET with the same
+/// parameters. A cross-site form POST comes without it (`SameSite=Lax` keeps it off), the GET
+/// that follows the redirect brings it: answering the POST itself would set a new cookie and
+/// cut the browser off from its sessions and pending sign-ins, for any site that posts a form.
+pub fn as_get(path: &str, pairs: &[(String, String)]) -> Response {
+    let query = form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish();
+    let mut r = StatusCode::SEE_OTHER.into_response();
+    if let Ok(v) = HeaderValue::from_str(&format!("{path}?{query}")) {
+        r.headers_mut().insert(LOCATION, v);
+    }
+    r.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
 }
 
 /// A new browser id, to be set on the response.

@@ -138,7 +138,7 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
     };
     let browser = cookie::existing(headers, state.settings.secure_cookies);
     if posted && browser.is_none() && confirmed.is_none() {
-        return as_get(&pairs);
+        return cookie::as_get(crate::paths::END_SESSION, &pairs);
     }
     // Without a hint every session of the browser would end, and a hint that names none of its
     // sessions does not speak for this person: only once the person said so on latch's own page
@@ -201,10 +201,7 @@ pub async fn end_sessions(
     if before.is_empty() {
         return Ok(0);
     }
-    let until = match issue::lifetimes(state, c).await {
-        Ok(l) => l.revocation_until(now),
-        Err(_) => now + 86_400 + 60,
-    };
+    let until = issue::revocation_until(c, now).await?;
     revoke_sessions(state, c, &before, now, until).await?;
     let ended = session::end(c, ua_key, user_id).await?;
     // A session signed in between the read and the deletion (another tab) is revoked too.
@@ -234,18 +231,6 @@ async fn revoke_sessions(
         refresh::revoke_sessions(c, ids, now).await?;
     }
     Ok(())
-}
-
-/// A POST without the browser's cookie, sent on as a GET with the same parameters: a
-/// cross-site form post carries no `SameSite=Lax` cookie, a top-level GET does.
-fn as_get(pairs: &[(String, String)]) -> Response {
-    let query = form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish();
-    let mut r = StatusCode::SEE_OTHER.into_response();
-    if let Ok(v) = HeaderValue::from_str(&format!("{}?{query}", crate::paths::END_SESSION)) {
-        r.headers_mut().insert(header::LOCATION, v);
-    }
-    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    r
 }
 
 fn respond(t: &Texts, target: Option<String>, st: Option<&str>) -> Response {

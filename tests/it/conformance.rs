@@ -239,13 +239,25 @@ on_both!(basic_op_request_variants_succeed, |srv| {
     // The authorization request as a POST.
     let b = Browser::new(srv);
     let (verifier, challenge) = pkce();
+    // Without the browser cookie (a cross-site form post never brings it) the POST goes on as
+    // a GET, which brings it: no new cookie is set in its answer, which would cut the browser
+    // off from its sessions.
     let first = b.post("/oauth/v2/authorize", &query(&c, &challenge, &[])).await;
-    let login = first.location().to_string();
+    assert_eq!(first.status, 303);
+    assert!(first.header("set-cookie").is_none(), "{:?}", first.headers);
+    assert!(first.location().starts_with("/oauth/v2/authorize?"), "{}", first.location());
+    let as_get = b.get(first.location()).await;
+    let login = as_get.location().to_string();
     let id = Browser::request_id(&login);
     let page = b.get(&login).await;
     let done = b.sign_in(&id, &page, "alice", "Wonder-land1").await;
     let t = exchange(srv, &c, param(&done.redirect_params(), "code").unwrap(), &verifier).await;
     assert!(t["id_token"].is_string());
+    // With the cookie the POST is answered itself: single sign-on.
+    let (verifier, challenge) = pkce();
+    let sso = b.post("/oauth/v2/authorize", &query(&c, &challenge, &[("prompt", "none")])).await;
+    let code = param(&sso.redirect_params(), "code").unwrap_or_else(|| panic!("{:?}", sso.location)).to_string();
+    assert!(exchange(srv, &c, &code, &verifier).await["id_token"].is_string());
 });
 
 on_both!(basic_op_missing_response_type_and_unregistered_redirect_uri, |srv| {

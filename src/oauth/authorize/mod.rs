@@ -55,6 +55,9 @@ pub async fn get(State(state): State<AppState>, headers: HeaderMap, RawQuery(que
 
 pub async fn post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let pairs: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
+    if cookie::existing(&headers, state.settings.secure_cookies).is_none() {
+        return cookie::as_get(crate::paths::AUTHORIZE, &pairs);
+    }
     handle(&state, &headers, pairs).await
 }
 
@@ -401,6 +404,7 @@ pub async fn complete(
             return Ok(code_response(state, t, params, code.value));
         }
         ResponseType::IdToken | ResponseType::IdTokenToken => {
+            let checked_at = issue::checked_at(&subject.user, Some(s.auth_time));
             let grant = Grant {
                 client_id: client.app.client_id.clone(),
                 project_id: client.project.project_id.clone(),
@@ -413,6 +417,7 @@ pub async fn complete(
                 grant_id: None,
                 nonce: params.nonce.clone(),
                 act: None,
+                checked_at,
             };
             let shape = shape(client);
             let life = match issue::lifetimes(state, c).await {
