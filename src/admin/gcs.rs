@@ -84,11 +84,21 @@ impl Bucket {
                         "invalid {field}.serviceaccount_json: not a service-account key file ({e})"
                     ))
                 })?;
-                jsonwebtoken::EncodingKey::from_rsa_pem(sa.private_key.as_bytes()).map_err(|_| {
-                    ApiError::invalid(format!(
-                        "invalid {field}.serviceaccount_json: private_key is not an RSA key in PEM"
-                    ))
-                })?;
+                // The PEM parse alone takes a public key, or any RSA PRIVATE KEY block: only a
+                // signature shows that it is a private key (else the first use would be a 500).
+                let signs = jsonwebtoken::EncodingKey::from_rsa_pem(sa.private_key.as_bytes()).is_ok_and(|key| {
+                    jsonwebtoken::encode(
+                        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256),
+                        &serde_json::json!({}),
+                        &key,
+                    )
+                    .is_ok()
+                });
+                if !signs {
+                    return Err(ApiError::invalid(format!(
+                        "invalid {field}.serviceaccount_json: private_key is not an RSA private key in PEM"
+                    )));
+                }
                 Some(sa)
             }
         };

@@ -510,6 +510,12 @@ on_both!(bad_requests_get_clear_errors, |srv| {
     assert!(bad(&gcs("%%%")).await.contains("not base64"));
     assert!(bad(&gcs("aGVsbG8gd29ybGQ=")).await.contains("not a service-account key file"));
     assert!(bad(&gcs("")).await.contains("credentials are required"));
+    // A public key parses as PEM but signs nothing: refused here, not a 500 at the first use.
+    use base64::Engine;
+    let public = json!({"type": "service_account", "private_key": rsa_pem().1, "client_email": "m@p.iam.gserviceaccount.com",
+                        "token_uri": "https://oauth2.googleapis.com/token"});
+    let public = base64::engine::general_purpose::STANDARD.encode(public.to_string());
+    assert!(bad(&gcs(&public)).await.contains("not an RSA private key"));
     for bucket in ["../x", "b", "Upper", "a?b", "-ab", "a..b"] {
         let body = json!({"data_orgsv1_gcs": {"bucket": bucket, "path": "p.json", "serviceaccount_json": ""}});
         assert!(bad(&body.to_string()).await.contains("is not a bucket name"), "{bucket}");
