@@ -176,7 +176,7 @@ pub async fn start(settings: Settings, clock: SharedClock) -> Result<Started, St
         discovery: oidc::discovery::Documents::render(&settings.issuer),
         jwks_cache_control: format!("public, max-age={}", settings.keys.jwks_max_age),
         limits: crate::limits::RateLimits::new(settings.limits.clone()),
-        cache: crate::cache::ConfigCache::default(),
+        cache: crate::cache::ConfigCache::new(clock.clone()),
         revocations: Arc::default(),
         hasher: PasswordHasher::new(settings.argon2, cores),
         mailer: crate::login::email::Mailer::from_settings(&settings).map_err(StartError::Mail)?,

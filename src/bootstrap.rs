@@ -115,6 +115,7 @@ pub async fn run(state: &AppState) -> Result<Option<FirstStart>, BootstrapError>
             tokens_valid_from: now,
             org_domain: String::new(),
             org_active: true,
+            read_at: None,
             kind: Kind::Human(Human {
                 first_name: "Latch".into(),
                 last_name: "Administrator".into(),
@@ -144,6 +145,7 @@ pub async fn run(state: &AppState) -> Result<Option<FirstStart>, BootstrapError>
             tokens_valid_from: now,
             org_domain: String::new(),
             org_active: true,
+            read_at: None,
             kind: Kind::Machine(Machine {
                 name: "Latch administrator (service account)".into(),
                 description: "Created at the first start for scripts and automation".into(),

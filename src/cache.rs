@@ -11,7 +11,10 @@
 //! userinfo, a machine user on `client_credentials`, and with the key it names on the
 //! jwt-bearer grant), and so are applications' keys for `private_key_jwt`: deactivating,
 //! locking or deleting a user, or changing a secret or a key, goes through the API and so shows
-//! at once on that replica and within [`TTL`] elsewhere. Sign-in never reads this cache, but it keeps the user it read
+//! at once on that replica and within [`TTL`] elsewhere. A user's copy carries the second it
+//! was read (`User::read_at`), and tokens issued from it are dated no later, so that those a
+//! replica issues from a copy read before a cut-off (a lock, a password set by an
+//! administrator) that it has not seen yet end with it like the ones issued before. Sign-in never reads this cache, but it keeps the user it read
 //! fresh, for the code exchange that follows. Tokens, sessions and codes are never
 //! cached; revocations have their own mirror (`crate::revocations`). Absent entries are cached
 //! too, so a flood of unknown client ids costs one query per id and second.
@@ -26,6 +29,7 @@ use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::clock::SharedClock;
 use crate::domain::settings::{Features, LockoutPolicy, LoginPolicy, OidcSettings};
 use crate::store::app::App;
 use crate::store::key::{self, PublicKey};
@@ -131,10 +135,12 @@ pub struct ConfigCache {
     client_keys: Ttl<Vec<PublicKey>>,
     /// Bumped by [`ConfigCache::clear`]: a read that began before a clear is not stored.
     generation: AtomicU64,
+    /// Dates users' copies (`User::read_at`).
+    clock: SharedClock,
 }
 
-impl Default for ConfigCache {
-    fn default() -> Self {
+impl ConfigCache {
+    pub fn new(clock: SharedClock) -> Self {
         Self {
             apps: Ttl::new(),
             projects: Ttl::new(),
@@ -149,11 +155,10 @@ impl Default for ConfigCache {
             machine_keys: Ttl::new(),
             client_keys: Ttl::new(),
             generation: AtomicU64::new(0),
+            clock,
         }
     }
-}
 
-impl ConfigCache {
     async fn cached<V: Clone>(
         &self,
         table: &Ttl<V>,
@@ -171,6 +176,9 @@ impl ConfigCache {
 
     /// An application by client id.
     pub async fn app(&self, c: &mut impl Source, client_id: &str) -> Result<Option<App>> {
+        if !plausible(client_id) {
+            return Ok(None);
+        }
         self.cached(&self.apps, client_id, async { app::get_by_client_id(c.conn().await?, client_id).await }).await
     }
 
@@ -222,7 +230,12 @@ impl ConfigCache {
 
     /// A user by id, for the token paths.
     pub async fn user(&self, c: &mut impl Source, user_id: &str) -> Result<Option<User>> {
-        self.cached(&self.users, user_id, async { user::get(c.conn().await?, user_id).await }).await
+        if !plausible(user_id) {
+            return Ok(None);
+        }
+        let at = self.clock.now();
+        let load = async { Ok(user::get(c.conn().await?, user_id).await?.map(|u| dated(u, at))) };
+        self.cached(&self.users, user_id, load).await
     }
 
     /// The generation to pass to [`remember_user`](Self::remember_user): read it before the read.
@@ -231,13 +244,17 @@ impl ConfigCache {
     }
 
     /// Keeps a user that was just read from the store (by sign-in, which reads fresh) for the
-    /// token paths, unless the cache was cleared since `since` (the read may predate a change).
-    pub fn remember_user(&self, since: u64, u: &User) {
-        self.users.put_since(&u.user_id, Some(u.clone()), &self.generation, since);
+    /// token paths, unless the cache was cleared since `since` (the read may predate a change);
+    /// `read_at`: when the read began.
+    pub fn remember_user(&self, since: u64, read_at: i64, u: &User) {
+        self.users.put_since(&u.user_id, Some(dated(u.clone(), read_at)), &self.generation, since);
     }
 
     /// A user by user name (case-insensitively), for the token paths.
     pub async fn user_by_name(&self, c: &mut impl Source, username: &str) -> Result<Option<User>> {
+        if !plausible(username) {
+            return Ok(None);
+        }
         let key = fold(username);
         let generation = self.generation.load(Ordering::Acquire);
         if let Some(id) = self.user_names.get(&key) {
@@ -246,7 +263,8 @@ impl ConfigCache {
                 return Ok(u);
             }
         }
-        let u = user::get_by_username(c.conn().await?, username).await?;
+        let at = self.clock.now();
+        let u = user::get_by_username(c.conn().await?, username).await?.map(|u| dated(u, at));
         self.user_names.put_since(&key, u.as_ref().map(|u| u.user_id.clone()), &self.generation, generation);
         if let Some(u) = &u {
             self.users.put_since(&u.user_id, Some(u.clone()), &self.generation, generation);
@@ -262,6 +280,9 @@ impl ConfigCache {
         user_id: &str,
         key_id: &str,
     ) -> Result<Option<(User, Option<PublicKey>)>> {
+        if !plausible(user_id) || !plausible(key_id) {
+            return Ok(None);
+        }
         // A user id and a key id are ids latch made or an import kept: neither holds a newline.
         let slot = format!("{user_id}\n{key_id}");
         match (self.users.get(user_id), self.machine_keys.get(&slot)) {
@@ -270,7 +291,8 @@ impl ConfigCache {
             _ => {}
         }
         let generation = self.generation.load(Ordering::Acquire);
-        let found = key::user_with_key(c.conn().await?, user_id, key_id).await?;
+        let at = self.clock.now();
+        let found = key::user_with_key(c.conn().await?, user_id, key_id).await?.map(|(u, k)| (dated(u, at), k));
         self.users.put_since(user_id, found.as_ref().map(|(u, _)| u.clone()), &self.generation, generation);
         if let Some((_, k)) = &found {
             self.machine_keys.put_since(&slot, k.clone(), &self.generation, generation);
@@ -280,6 +302,9 @@ impl ConfigCache {
 
     /// An application's public keys, for its `private_key_jwt` assertions.
     pub async fn client_keys(&self, c: &mut impl Source, client_id: &str) -> Result<Vec<PublicKey>> {
+        if !plausible(client_id) {
+            return Ok(Vec::new());
+        }
         self.cached(&self.client_keys, client_id, async { key::keys_of_client(c.conn().await?, client_id).await }).await
     }
 
@@ -299,6 +324,21 @@ impl ConfigCache {
         self.machine_keys.clear();
         self.client_keys.clear();
     }
+}
+
+/// Whether `id` (a client id, user id or name, key id: at most 200 characters wherever latch
+/// takes one) may name something stored. Others are answered as absent without a query and
+/// kept by no table: the keys come from unauthenticated requests (a client id in a Basic
+/// header, an assertion's issuer), and a table keeps up to [`MAX_ENTRIES`] of them; on
+/// PostgreSQL a NUL would fail the query itself.
+fn plausible(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 4 * 200 && !id.contains('\0')
+}
+
+/// `u` as a copy read at `at`.
+fn dated(mut u: User, at: i64) -> User {
+    u.read_at = Some(at);
+    u
 }
 
 #[cfg(test)]
@@ -328,7 +368,7 @@ mod tests {
 
     #[test]
     fn a_value_read_before_a_clear_is_not_kept() {
-        let cache = ConfigCache::default();
+        let cache = ConfigCache::new(crate::clock::system());
         let since = cache.generation();
         cache.clear();
         cache.features.put_since("", Features::default(), &cache.generation, since);

@@ -139,6 +139,7 @@ pub async fn insert_machine(
             kind: Kind::Machine(m),
             org_domain: String::new(),
             org_active: true,
+            read_at: None,
         },
     )
     .await?;

@@ -207,6 +207,7 @@ pub async fn insert_human(
             kind: Kind::Human(human),
             org_domain: String::new(),
             org_active: true,
+            read_at: None,
         },
     )
     .await

@@ -20,9 +20,12 @@ pub struct Access {
     pub is_pat: bool,
 }
 
+/// The longest access token latch reads (and so issues).
+pub const MAX_TOKEN_LEN: usize = 16 * 1024;
+
 /// The claims of a token latch issued, if it is one, whatever its state.
 pub fn decode(state: &AppState, token: &str) -> Option<AccessClaims> {
-    if token.len() > 16 * 1024 {
+    if token.len() > MAX_TOKEN_LEN {
         return None;
     }
     if token.contains('.') { state.tokens.verify_typed(token, "at+jwt") } else { state.tokens.open(token) }
@@ -32,7 +35,7 @@ pub fn decode(state: &AppState, token: &str) -> Option<AccessClaims> {
 /// (one another replica activated since this one's last reload).
 pub async fn decode_learning(state: &AppState, token: &str) -> Option<AccessClaims> {
     match decode(state, token) {
-        None if token.len() <= 16 * 1024 && state.tokens.learn_signer(token).await => decode(state, token),
+        None if token.len() <= MAX_TOKEN_LEN && state.tokens.learn_signer(token).await => decode(state, token),
         decoded => decoded,
     }
 }

@@ -10,6 +10,7 @@ use crate::app::AppState;
 use crate::domain::settings::OidcSettings;
 use crate::oidc::claims::{self, Subject};
 use crate::store::Source;
+use crate::store::user::User;
 
 /// The claims of an access token; the same for JWT and opaque tokens.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -55,6 +56,27 @@ pub struct Grant {
     pub grant_id: Option<String>,
     pub nonce: Option<String>,
     pub act: Option<Value>,
+    /// When the subject was last checked, if from a copy of the replica's cache
+    /// (`User::read_at`, raised by what the grant rests on: see [`checked_at`]); None: read for
+    /// this request. The tokens are dated no later (`iat`, and a new grant's start), so that
+    /// tokens issued from a copy read before a cut-off this replica has not seen yet end with
+    /// the cut-off like those issued before it.
+    pub checked_at: Option<i64>,
+}
+
+/// [`Grant::checked_at`] of a grant for `u`: when its copy was read, or `since` if that is
+/// later: the time the grant was last known good by a fresh check (a sign-in, a refresh
+/// grant's start, an earlier token's `iat`), after which the copy may be older without
+/// counting against it.
+pub fn checked_at(u: &User, since: Option<i64>) -> Option<i64> {
+    u.read_at.map(|r| since.map_or(r, |s| r.max(s)))
+}
+
+impl Grant {
+    /// The date of tokens issued now: `now`, or earlier when the subject was checked earlier.
+    pub fn issued_at(&self, now: i64) -> i64 {
+        self.checked_at.map_or(now, |t| t.min(now))
+    }
 }
 
 /// Per-client choices that shape the tokens.
@@ -81,6 +103,16 @@ pub fn audience(client_id: &str, project_id: &str, scopes: &Scopes) -> Vec<Strin
 
 pub async fn lifetimes(state: &AppState, c: &mut impl Source) -> Result<OidcSettings, OAuthError> {
     Ok(state.cache.oidc_settings(c).await?)
+}
+
+/// Until when a revocation written now must be kept: past every token signed so far and every
+/// token the lifetimes allow from now. The lifetimes are read from the store, not the cache:
+/// another replica may have lengthened them within the last second and be issuing tokens that
+/// live that long.
+pub async fn revocation_until(c: &mut impl Source, now: i64) -> crate::store::Result<i64> {
+    let settings =
+        crate::store::setting::load::<OidcSettings>(c.conn().await?, crate::store::setting::INSTANCE).await?;
+    Ok(settings.value.revocation_until(now))
 }
 
 /// Issues an access token; returns it with its claims.
@@ -124,8 +156,8 @@ pub async fn access_claims(
         sub: g.subject.user.user_id.clone(),
         aud: g.audience.clone(),
         exp: now + lifetime,
-        iat: now,
-        nbf: now,
+        iat: g.issued_at(now),
+        nbf: g.issued_at(now),
         jti: crate::crypto::secret::random_id(),
         client_id: g.client_id.clone(),
         scope: g.scopes.join(),
@@ -142,11 +174,17 @@ pub async fn access_claims(
 /// signature takes about 0.3 ms here, less than handing it to the blocking pool and back costs
 /// on two cores.
 pub fn seal_access(state: &AppState, claims: &AccessClaims, shape: Shape) -> Result<String, OAuthError> {
-    match shape.jwt_access_token {
-        true => state.tokens.sign(Some("at+jwt"), claims),
-        false => state.tokens.seal(claims),
+    let (token, longest) = match shape.jwt_access_token {
+        true => (state.tokens.sign(Some("at+jwt"), claims), super::access::MAX_TOKEN_LEN),
+        false => (state.tokens.seal(claims), super::tokens::MAX_OPAQUE_LEN),
+    };
+    let token = token.map_err(OAuthError::server_error)?;
+    // No token is issued that no endpoint would read: a scope naming hundreds of roles or
+    // projects is the client's to shorten.
+    if token.len() > longest {
+        return Err(OAuthError::invalid_scope("the scope asks for more than an access token can carry"));
     }
-    .map_err(OAuthError::server_error)
+    Ok(token)
 }
 
 /// Issues an ID token. Profile, e-mail and phone claims go in only when no access token comes
@@ -186,7 +224,7 @@ pub async fn id_claims(
     }
     m.insert("aud".into(), Value::from(aud));
     m.insert("exp".into(), (now + lifetime).into());
-    m.insert("iat".into(), now.into());
+    m.insert("iat".into(), g.issued_at(now).into());
     if let Some(t) = g.auth_time {
         m.insert("auth_time".into(), t.into());
     }

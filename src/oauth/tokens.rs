@@ -15,6 +15,9 @@ use crate::crypto::secret::random_bytes;
 use crate::keys::{KeyError, KeyManager, LoadedKey};
 use crate::store::{Db, StoreError, token_key};
 
+/// The longest opaque access token latch opens (and so issues).
+pub const MAX_OPAQUE_LEN: usize = 8192;
+
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
     #[error("no signing key is active")]
@@ -201,7 +204,7 @@ fn seal_with<T: Serialize>(sealers: &[Sealer], claims: &T) -> Result<String, Tok
 }
 
 fn open_with<T: DeserializeOwned>(sealers: &[Sealer], token: &str) -> Option<T> {
-    if token.len() > 8192 || token.contains('.') {
+    if token.len() > MAX_OPAQUE_LEN || token.contains('.') {
         return None;
     }
     let raw = URL_SAFE_NO_PAD.decode(token).ok()?;

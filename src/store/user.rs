@@ -61,6 +61,10 @@ pub struct User {
     pub org_domain: String,
     /// The user's organization is not deactivated (read-only, joined).
     pub org_active: bool,
+    /// When this copy was read, for a copy kept by the replica's cache (`crate::cache`); None
+    /// for one read for the request at hand. Tokens issued from a copy are dated no later
+    /// (`crate::oauth::issue::Grant::checked_at`).
+    pub read_at: Option<i64>,
 }
 
 impl User {
@@ -178,6 +182,7 @@ impl From<Row> for User {
             kind,
             org_domain: r.org_domain.unwrap_or_default(),
             org_active: r.org_state != Some(OrgState::Inactive.number()),
+            read_at: None,
         }
     }
 }

@@ -225,9 +225,136 @@ async fn two_replicas_share_one_store() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     assert!(signed_with_new, "B signs with the key activated on A");
+
+    // B issues from its copy of robot, read in an earlier second, after A locked robot: the
+    // token is dated when the copy was read, so it ends with the lock like those issued before
+    // (unlocking brings none of them back).
+    let robot_id = call(&a, &pat, "POST", "/management/v1/users/_search", json!({})).await["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["userName"] == "robot")
+        .map(|u| u["id"].as_str().unwrap().to_string())
+        .unwrap();
+    let cc = |base: String| {
+        let (robot, scope) = (robot.clone(), scope.clone());
+        async move {
+            post_form(
+                &format!("{base}/oauth/v2/token"),
+                (&robot.0, &robot.1),
+                &[("grant_type", "client_credentials"), ("scope", &scope)],
+            )
+            .await
+        }
+    };
+    let mut stale_token = None;
+    for _ in 0..5 {
+        // B reads robot late in a second; A locks robot early in the next, while B's copy is
+        // fresh (the cache keeps it a second).
+        wait_for_millisecond(850).await;
+        let (s, _) = cc(b.clone()).await;
+        assert_eq!(s, 200);
+        if wall_millisecond() < 850 {
+            continue; // B's read may have fallen into the next second: try again.
+        }
+        wait_for_millisecond(20).await;
+        call(&a, &pat, "POST", &format!("/management/v1/users/{robot_id}/_lock"), json!({})).await;
+        let (s, t) = cc(b.clone()).await;
+        call(&a, &pat, "POST", &format!("/management/v1/users/{robot_id}/_unlock"), json!({})).await;
+        if s == 200 {
+            stale_token = t["access_token"].as_str().map(str::to_string);
+            break;
+        }
+    }
+    let stale_token = stale_token.expect("B issued from its copy of robot at least once in five tries");
+    assert!(!active(a.clone(), stale_token.clone()).await, "ended with the lock");
+    // B, once its copy is a second old, too.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert!(!active(b.clone(), stale_token).await);
+    let (s, t) = cc(a.clone()).await;
+    assert_eq!(s, 200);
+    assert!(active(a.clone(), t["access_token"].as_str().unwrap().to_string()).await, "a token issued since counts");
+
+    // A lengthens the access tokens' life while B holds the lifetimes it read: a revocation B
+    // writes then (here: a reused refresh token) is kept as long as the new tokens live.
+    let tokens = code_flow(&b, &client_id, &secret, "openid offline_access").await;
+    let rt1 = tokens["refresh_token"].as_str().unwrap().to_string();
+    let refresh = |rt: String| {
+        let (b, client_id, secret) = (b.clone(), client_id.clone(), secret.clone());
+        async move {
+            post_form(
+                &format!("{b}/oauth/v2/token"),
+                (&client_id, &secret),
+                &[("grant_type", "refresh_token"), ("refresh_token", &rt)],
+            )
+            .await
+        }
+    };
+    assert_eq!(refresh(rt1.clone()).await.0, 200);
+    call(&a, &pat, "PUT", "/admin/v1/settings/oidc", json!({"accessTokenLifetime": "172800s"})).await;
+    assert_eq!(refresh(rt1).await.0, 400, "a reuse revokes the grant");
+    let mut db = <sqlx::PgConnection as sqlx::Connection>::connect(&url).await.unwrap();
+    let (until,): (i64,) = sqlx::query_as("SELECT max(expires_at) FROM revocation").fetch_one(&mut db).await.unwrap();
+    let now = wall_clock().as_secs() as i64;
+    assert!(until >= now + 172_800 - 5, "kept until {until}, the new tokens live until {}", now + 172_800);
+    drop(db);
+
     for p in procs {
         let (status, out) = p.terminate();
         assert!(status.success(), "{out}");
     }
     drop_pg_database(&name).await;
+}
+
+/// The wall clock (the processes' clock), since the Unix epoch.
+#[allow(clippy::disallowed_methods)]
+fn wall_clock() -> std::time::Duration {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap()
+}
+
+/// The millisecond within the current wall-clock second.
+fn wall_millisecond() -> u32 {
+    wall_clock().subsec_millis()
+}
+
+/// Sleeps until the wall clock is `ms` milliseconds into a second (the next such moment).
+async fn wait_for_millisecond(ms: u32) {
+    let now = wall_millisecond();
+    let wait = if now < ms { ms - now } else { 1000 - now + ms };
+    tokio::time::sleep(std::time::Duration::from_millis(u64::from(wait))).await;
+}
+
+/// A sign-in on `base` through the login pages and the code's exchange: the token response.
+async fn code_flow(base: &str, client_id: &str, secret: &str, scope: &str) -> serde_json::Value {
+    let browser = Browser::at(base);
+    let (verifier, challenge) = pkce();
+    let q = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs([
+            ("client_id", client_id),
+            ("redirect_uri", CB),
+            ("response_type", "code"),
+            ("scope", scope),
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+        ])
+        .finish();
+    let first = browser.get(&format!("{base}/oauth/v2/authorize?{q}")).await;
+    let login = first.location().to_string();
+    let id = Browser::request_id(&login);
+    let page = browser.get(&format!("{base}{login}")).await;
+    let pw = browser
+        .post(&format!("{base}/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "alice")])
+        .await;
+    let done = browser
+        .post(&format!("{base}/ui/login/{id}/password"), &[("csrf", &pw.csrf()), ("password", "Wonder-land1")])
+        .await;
+    let code = param(&done.redirect_params(), "code").unwrap().to_string();
+    let (s, t) = post_form(
+        &format!("{base}/oauth/v2/token"),
+        (client_id, secret),
+        &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB), ("code_verifier", &verifier)],
+    )
+    .await;
+    assert_eq!(s, 200, "{t}");
+    t
 }

@@ -864,6 +864,31 @@ on_both!(bad_requests, |srv| {
     token(srv, None, &[("grant_type", "client_credentials"), ("scope", &big)]).await.err(413, "invalid_request");
     let r = reqwest::Client::new().get(srv.url("/oauth/v2/token")).send().await.unwrap();
     assert_eq!(r.status(), 405);
+    // A client id that can name nothing (a NUL, which PostgreSQL would refuse in a query, or
+    // thousands of characters) is an unknown client on both stores.
+    let long = "c".repeat(5_000);
+    for id in ["abc\0", long.as_str()] {
+        token(srv, Some((id, "x")), &[("grant_type", "client_credentials")]).await.err(401, "invalid_client");
+        let enc = form_urlencoded::byte_serialize(id.as_bytes()).collect::<String>();
+        let r = reqwest::Client::new()
+            .post(srv.url("/oauth/v2/introspect"))
+            .header("authorization", format!("Basic {}", STANDARD.encode(format!("{enc}:x"))))
+            .form(&[("token", "x")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401);
+        assert_eq!(r.json::<Value>().await.unwrap()["error"], "invalid_client");
+    }
+    // A scope no access token can carry is refused, rather than answered with a token no
+    // endpoint would read.
+    let (_, secret) = machine(srv, "wordy", false).await;
+    let roles: Vec<String> =
+        (0..20).map(|i| format!("urn:service:iam:org:project:role:r{i}{}", "x".repeat(450))).collect();
+    let form = [("grant_type", "client_credentials"), ("scope", &roles.join(" "))];
+    token(srv, Some(("wordy", &secret)), &form).await.err(400, "invalid_scope");
+    let form = [("grant_type", "client_credentials"), ("scope", &roles[..2].join(" "))];
+    token(srv, Some(("wordy", &secret)), &form).await.ok();
 });
 
 /// Whether the browser's session answers an authorization request without the login page.

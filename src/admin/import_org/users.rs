@@ -118,6 +118,7 @@ pub(super) async fn check_users(
             kind: Kind::Human(p.human),
             org_domain: String::new(),
             org_active: true,
+            read_at: None,
         });
         ok.human_user_ids.push(id.to_string());
     }
@@ -207,6 +208,7 @@ pub(super) fn check_machines(
             }),
             org_domain: String::new(),
             org_active: true,
+            read_at: None,
         });
         ok.machine_user_ids.push(id.to_string());
     }

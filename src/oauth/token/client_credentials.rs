@@ -69,6 +69,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     let subject =
         subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
     let scopes = scopes.known();
+    let checked_at = issue::checked_at(&subject.user, None);
     let g = Grant {
         audience: issue::audience(&username, "", &scopes),
         client_id: username,
@@ -81,6 +82,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         grant_id: None,
         nonce: None,
         act: None,
+        checked_at,
     };
     let shape = Shape { jwt_access_token: m.access_token_type == AccessTokenType::Jwt, ..Shape::default() };
     let life = issue::lifetimes(state, &mut c).await?;

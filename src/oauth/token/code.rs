@@ -115,6 +115,8 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     if !may_refresh {
         scopes = scopes.without("offline_access");
     }
+    // The sign-in checked the user fresh.
+    let checked_at = issue::checked_at(&subject.user, Some(data.auth_time));
     let g = Grant {
         client_id: client.app.client_id.clone(),
         project_id: client.project.project_id.clone(),
@@ -127,6 +129,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         grant_id: Some(grant_id.clone()),
         nonce: data.nonce.clone(),
         act: None,
+        checked_at,
     };
     let refresh = (may_refresh && scopes.has("offline_access")).then(|| RefreshPlan {
         grant_id: grant_id.clone(),

@@ -50,6 +50,8 @@ struct Party {
     grant_id: Option<String>,
     /// The client the token was issued to (`client_id`; an ID token's `azp`).
     client_id: Option<String>,
+    /// The token's `iat`.
+    iat: i64,
 }
 
 #[derive(Deserialize)]
@@ -134,6 +136,7 @@ async fn read_token(state: &AppState, c: &mut Conn, token: &str, kind: &str, rol
                 session_id: a.claims.sid.clone(),
                 grant_id: a.claims.gid.clone(),
                 client_id: Some(a.claims.client_id.clone()),
+                iat: a.claims.iat,
                 user: a.user,
             })
         }
@@ -176,6 +179,7 @@ async fn read_token(state: &AppState, c: &mut Conn, token: &str, kind: &str, rol
                 session_id: claims.sid,
                 grant_id: claims.gid,
                 client_id: claims.azp,
+                iat: claims.iat,
             })
         }
         REFRESH_TOKEN => Err(OAuthError::invalid_request(format!("a refresh token cannot be the {role} token"))),
@@ -250,6 +254,8 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
                 session_id: actor.session_id.clone(),
                 grant_id: actor.grant_id.clone(),
                 client_id: actor.client_id.clone(),
+                // Read fresh: named now.
+                iat: now,
             }
         }
         kind => token_party(state, &mut c, subject_token, kind, "subject", this_client).await?,
@@ -335,6 +341,13 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     let from = actor.as_ref().unwrap_or(&subject);
     let session_id = from.session_id.clone();
     let grant_id = from.grant_id.clone().filter(|_| from.client_id.as_deref() == Some(client.app.client_id.as_str()));
+    // Each token was good when issued (its `iat`); a party read from the cache since counts
+    // from then.
+    let checked_at = [Some(&subject), actor.as_ref()]
+        .into_iter()
+        .flatten()
+        .filter_map(|p| issue::checked_at(&p.user, Some(p.iat)))
+        .min();
     let subj = subject_of(state, &mut c, subject.user).await?;
     // The client's project turns away whom a sign-in to it would turn away.
     if let Some(e) = crate::oauth::authorize::refusal(&mut c, &client, &subj).await? {
@@ -356,6 +369,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         grant_id: Some(grant_id.unwrap_or_else(crate::crypto::secret::random_id)),
         nonce: None,
         act,
+        checked_at,
     };
     let mut sh = shape(&client);
     sh.jwt_access_token = requested_type == JWT;

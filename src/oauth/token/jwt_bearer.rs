@@ -45,6 +45,7 @@ pub async fn grant(state: &AppState, form: &Form) -> OAuthResult<TokenResponse> 
     let subject =
         subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
     let scopes = scopes.known().without("offline_access");
+    let checked_at = issue::checked_at(&subject.user, None);
     let g = Grant {
         audience: issue::audience(&client_id, "", &scopes),
         client_id,
@@ -57,6 +58,7 @@ pub async fn grant(state: &AppState, form: &Form) -> OAuthResult<TokenResponse> 
         grant_id: None,
         nonce: None,
         act: None,
+        checked_at,
     };
     let shape = Shape { jwt_access_token: jwt, ..Shape::default() };
     super::issue_tokens(state, c, &g, shape, None).await

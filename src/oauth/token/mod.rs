@@ -94,8 +94,8 @@ pub fn assertion_audiences(state: &AppState) -> [String; 2] {
 /// Revokes everything issued under a grant (code reuse, refresh token reuse).
 pub async fn revoke_grant(state: &AppState, c: &mut Conn, grant_id: &str) -> OAuthResult<()> {
     let now = state.clock.now();
-    let life = issue::lifetimes(state, c).await?;
-    state.revocations.revoke(c, &revocation::grant_key(grant_id), now, life.revocation_until(now)).await?;
+    let until = issue::revocation_until(c, now).await?;
+    state.revocations.revoke(c, &revocation::grant_key(grant_id), now, until).await?;
     let n = refresh_store::revoke_grant(c, grant_id, now).await?;
     tracing::warn!(grant_id, refresh_tokens = n, "grant revoked after a reused code or refresh token");
     Ok(())
@@ -128,7 +128,7 @@ pub async fn issue_tokens(
                 auth_time: g.auth_time,
                 amr: g.amr.clone(),
                 act: g.act.clone(),
-                granted_at: Some(now),
+                granted_at: Some(g.issued_at(now)),
             };
             refresh_store::insert(
                 c.conn().await?,

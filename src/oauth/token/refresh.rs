@@ -115,6 +115,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         revoke_grant(state, &mut c, &row.grant_id).await?;
         return Err(OAuthError::invalid_grant("the refresh token was used before; its chain is revoked"));
     }
+    let checked_at = issue::checked_at(&subject.user, Some(granted));
     let g = Grant {
         client_id: client.app.client_id.clone(),
         project_id: client.project.project_id.clone(),
@@ -128,6 +129,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         // A refreshed ID token carries no nonce.
         nonce: None,
         act: data.act.clone(),
+        checked_at,
     };
     let plan = RefreshPlan {
         grant_id: row.grant_id.clone(),
