@@ -15,7 +15,6 @@ use crate::domain::settings::LoginPolicy;
 use crate::oauth::authorize::request::{AuthParams, ResponseType};
 use crate::oauth::authorize::{self, IssuedCode, browser_sessions, request_id, response};
 use crate::oauth::client::{self, OidcClient};
-use crate::oidc::claims;
 use crate::store::auth_request::AuthRequestRow;
 use crate::store::signin::{self, Finished};
 use crate::store::user::User;
@@ -103,6 +102,10 @@ pub struct Flow {
     pub t: &'static Texts,
     pub request_id: String,
     pub user: Option<User>,
+    /// When the request and its user were read: a password checked against the hash read then
+    /// is dated then (an administrator's new password written while it was verified, and its
+    /// cut-off, come after it).
+    pub loaded_at: i64,
 }
 
 /// A response that ends the handler (an error page).
@@ -150,7 +153,17 @@ impl Flow {
         if let Some(u) = &user {
             state.cache.remember_user(since, read_at, u);
         }
-        Ok(Flow { row, params, client, progress, browser, t, request_id: request_id(headers), user })
+        Ok(Flow {
+            row,
+            params,
+            client,
+            progress,
+            browser,
+            t,
+            request_id: request_id(headers),
+            user,
+            loaded_at: read_at,
+        })
     }
 
     /// Checks the form's CSRF token against the request's.
@@ -585,9 +598,12 @@ async fn turned_away(state: &AppState, c: &mut Conn, f: &Flow, u: &User, headers
         Ok(s) => s?,
         Err(e) => return Some(store_fail(t, headers, e)),
     };
-    let e = match authorize::refusal(c, &f.client, &subject).await {
-        Ok(refused) => refused?,
-        Err(e) => return Some(store_fail(t, headers, e)),
+    let e = match authorize::org_scope_refusal(&f.params, &subject) {
+        Some(e) => e,
+        None => match authorize::refusal(c, &f.client, &subject).await {
+            Ok(refused) => refused?,
+            Err(e) => return Some(store_fail(t, headers, e)),
+        },
     };
     Some(match auth_request::delete(c, &f.row.auth_request_id).await {
         Ok(true) => {
@@ -618,7 +634,10 @@ async fn finish_with_code(
         }
         Err(e) => return (store_fail(t, headers, e), false),
     };
-    let scopes = claims::filter_org_scopes(&subject, &f.params.scopes());
+    let scopes = match authorize::granted_scopes(state, c, &f.params, &f.client, &subject).await {
+        Ok(s) => s,
+        Err(e) => return (store_fail(t, headers, e), false),
+    };
     let user_id = subject.user.user_id.as_str();
     let code = IssuedCode::new(state, &f.params, &f.client, user_id, &scopes, &new.as_new());
     let (session, code) = match signin::finish(c, &f.row.auth_request_id, &f.row.ua_key, &new, &code.row()).await {

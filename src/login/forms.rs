@@ -369,7 +369,9 @@ pub async fn password(
         Ok(p) => p.requires_mfa(),
         Err(e) => return store_fail(t, &headers, e),
     };
-    if let Err(e) = f.password_verified(&mut c, now, force_mfa).await {
+    // Dated when the hash it matched was read, not after the hashing: see `Flow::loaded_at`.
+    let checked_at = f.loaded_at;
+    if let Err(e) = f.password_verified(&mut c, checked_at, force_mfa).await {
         return store_fail(t, &headers, e);
     }
     show(&state, &mut c, f, &headers, None, None).await

@@ -98,7 +98,7 @@ pub async fn resolve(state: &AppState, c: &mut impl Source, token: &str) -> Resu
     if revoked || !u.is_active() || (!is_pat && claims.iat < u.tokens_valid_from) {
         return Ok(None);
     }
-    if !actor_still_acts(state, c, claims.act.as_ref(), claims.iat, &u.org_id).await? {
+    if !actor_still_acts(c, claims.act.as_ref(), claims.iat, &u.org_id).await? {
         return Ok(None);
     }
     Ok(Some(Access { claims, user: u, is_pat }))
@@ -133,7 +133,6 @@ pub async fn may_impersonate(c: &mut Conn, actor_id: &str, org_id: &str) -> Resu
 /// was being impersonated), was locked, deactivated or cut off after `issued_at`, as that ends
 /// the actor's own tokens. Anything without `act` stands.
 pub async fn actor_still_acts(
-    state: &AppState,
     c: &mut impl Source,
     act: Option<&serde_json::Value>,
     issued_at: i64,
@@ -149,7 +148,9 @@ pub async fn actor_still_acts(
     for _ in 0..ACT_DEPTH {
         let Some(a) = next.filter(|a| !a.is_null()) else { return Ok(true) };
         let Some(actor_id) = a.get("sub").and_then(|s| s.as_str()) else { return Ok(false) };
-        let acts = state.cache.user(c, actor_id).await?;
+        // Read fresh, not from the replica's cache: what is issued from this check (a refresh
+        // of the impersonation) must not outlive a cut-off another replica just wrote.
+        let acts = user::get(c.conn().await?, actor_id).await?;
         if !acts.is_some_and(|u| u.is_active() && issued_at >= u.tokens_valid_from) {
             return Ok(false);
         }

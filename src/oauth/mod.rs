@@ -2,6 +2,7 @@
 
 pub mod access;
 pub mod assertion;
+pub mod audience;
 pub mod authorize;
 pub mod client;
 pub mod client_auth;

@@ -617,4 +617,36 @@ on_both!(a_projects_checks_turn_users_away, |srv| {
     let (id, page) = b.authorize(&code_query(&client_id, &challenge)).await;
     let done = b.sign_in(&id.expect("a login page"), &page, "oscar", "Oscar-Passw0rd").await;
     assert!(param(&done.redirect_params(), "code").is_some(), "{}", done.html);
+
+    // An organization scope asks for a user of that organization: another one's user is turned
+    // away, signing in or with a session (prompt=none), the organization's own is not.
+    let home = srv.get("/management/v1/orgs/me").await.ok()["org"]["id"].as_str().unwrap().to_string();
+    let for_org = |org: &str, prompt_none: bool| -> Vec<(&'static str, String)> {
+        let mut q = vec![
+            ("client_id", client_id.clone()),
+            ("redirect_uri", CB.to_string()),
+            ("response_type", "code".to_string()),
+            ("scope", format!("openid urn:service:iam:org:id:{org}")),
+            ("code_challenge", challenge.clone()),
+            ("code_challenge_method", "S256".to_string()),
+        ];
+        if prompt_none {
+            q.push(("prompt", "none".to_string()));
+        }
+        q
+    };
+    let (_, r) = b.authorize(&pairs(&for_org(&home, true))).await;
+    assert_eq!(param(&r.redirect_params(), "error"), Some("access_denied"), "{:?}", r.location);
+    let (_, r) = b.authorize(&pairs(&for_org(&other, true))).await;
+    assert!(param(&r.redirect_params(), "code").is_some(), "{:?}", r.location);
+    for (user, password, want_code) in [("oscar", "Oscar-Passw0rd", false), ("alice", "Wonder-land1", true)] {
+        let b = Browser::new(srv);
+        let (id, page) = b.authorize(&pairs(&for_org(&home, false))).await;
+        let done = b.sign_in(&id.expect("a login page"), &page, user, password).await;
+        let p = done.redirect_params();
+        assert_eq!(param(&p, "code").is_some(), want_code, "{user}: {p:?}");
+        if !want_code {
+            assert_eq!(param(&p, "error"), Some("access_denied"), "{p:?}");
+        }
+    }
 });

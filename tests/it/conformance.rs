@@ -246,6 +246,13 @@ on_both!(basic_op_request_variants_succeed, |srv| {
     assert_eq!(first.status, 303);
     assert!(first.header("set-cookie").is_none(), "{:?}", first.headers);
     assert!(first.location().starts_with("/oauth/v2/authorize?"), "{}", first.location());
+    // Within what proxies take in a request line: a longer one is an error page.
+    let long = "x".repeat(9_000);
+    let mut too_long = query(&c, &challenge, &[]);
+    too_long.push(("login_hint", long.as_str()));
+    let r = Browser::new(srv).post("/oauth/v2/authorize", &too_long).await;
+    assert_eq!((r.status, r.location.is_none()), (400, true), "{}", r.html);
+    assert!(r.html.contains("too long"), "{}", r.html);
     let as_get = b.get(first.location()).await;
     let login = as_get.location().to_string();
     let id = Browser::request_id(&login);

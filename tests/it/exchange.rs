@@ -559,6 +559,45 @@ on_both!(an_id_token_ends_with_its_grant, |srv| {
 // What an impersonation issued stands only while impersonation does: turning the security
 // policy's switch off refuses its tokens (on again, they serve again), and the actor's loss of
 // the impersonator role ends them.
+on_both!(an_impersonation_carries_the_actors_authentication, |srv| {
+    // alice signs in, then bob, later; alice impersonates bob with his own access token as
+    // the subject: the tokens tell how and when alice signed in (RFC 8693, as in ZITADEL), not
+    // bob's sign-in, which alice never gave.
+    let imp = alice_impersonates_bob(srv).await;
+    let alice_signed_in = latch::clock::Clock::now(&*srv.clock);
+    srv.clock.advance(100);
+    let b = Browser::new(srv);
+    let (verifier, challenge) = crate::browser::pkce();
+    let (id, page) = b
+        .authorize(&[
+            ("client_id", imp.client_id.as_str()),
+            ("redirect_uri", "https://app.example.com/cb"),
+            ("response_type", "code"),
+            ("scope", "openid"),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+        ])
+        .await;
+    let done = b.sign_in(&id.unwrap(), &page, "bob", "Builder-b0b!").await;
+    let code = crate::browser::param(&done.redirect_params(), "code").unwrap().to_string();
+    let t = exchange_code(srv, Some((&imp.client_id, &imp.secret)), &code, &verifier).await;
+    let bob_token = t.ok()["access_token"].as_str().unwrap().to_string();
+    assert!(claims(t.body["id_token"].as_str().unwrap())["auth_time"].as_i64().unwrap() > alice_signed_in);
+    let form = [
+        ("grant_type", TE),
+        ("subject_token", bob_token.as_str()),
+        ("subject_token_type", AT),
+        ("actor_token", imp.actor.as_str()),
+        ("actor_token_type", AT),
+        ("scope", "openid"),
+    ];
+    let r = token(srv, Some((&imp.client_id, &imp.secret)), &form).await;
+    let id_token = claims(r.ok()["id_token"].as_str().unwrap());
+    assert_eq!(id_token["sub"], imp.bob.as_str());
+    assert_eq!(id_token["act"]["sub"], imp.alice.as_str());
+    assert!(id_token["auth_time"].as_i64().unwrap() <= alice_signed_in, "{id_token}");
+});
+
 on_both!(impersonation_tokens_need_the_policy_and_the_role, |srv| {
     let Impersonation { alice, client_id, secret, actor, at, rt, .. } = alice_impersonates_bob(srv).await;
     let userinfo = |at: String| userinfo_status(srv, at);

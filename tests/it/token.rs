@@ -585,19 +585,19 @@ pub async fn machine(srv: &TestServer, name: &str, jwt: bool) -> (String, String
 
 on_both!(client_credentials_for_machine_users, |srv| {
     let (robot, secret) = machine(srv, "robot", false).await;
+    // A project of the machine users' organization, named in the audience.
+    let (_, _, p1) = oidc_app(srv, json!({})).await;
+    let p1_aud = format!("urn:service:iam:org:project:id:{p1}:aud");
     let r = token(
         srv,
         Some(("robot", &secret)),
-        &[
-            ("grant_type", "client_credentials"),
-            ("scope", "openid urn:service:iam:org:project:id:p1:aud unknown-scope"),
-        ],
+        &[("grant_type", "client_credentials"), ("scope", &format!("openid {p1_aud} unknown-scope"))],
     )
     .await;
     let t = r.ok().clone();
     let keys: Vec<_> = t.as_object().unwrap().keys().cloned().collect();
     assert_eq!(keys.len(), 4, "access_token, token_type, expires_in, scope only: {keys:?}");
-    assert_eq!(t["scope"], "openid urn:service:iam:org:project:id:p1:aud");
+    assert_eq!(t["scope"], format!("openid {p1_aud}"));
     assert!(!t["access_token"].as_str().unwrap().contains('.'), "opaque for a Bearer machine user");
     // client_secret_post works too.
     token(srv, None, &[("grant_type", "client_credentials"), ("client_id", "robot"), ("client_secret", &secret)])
@@ -605,18 +605,14 @@ on_both!(client_credentials_for_machine_users, |srv| {
         .ok();
     // A JWT machine user gets an RFC 9068 token.
     let (jwt_robot, jwt_secret) = machine(srv, "jwt-robot", true).await;
-    let t = token(
-        srv,
-        Some(("jwt-robot", &jwt_secret)),
-        &[("grant_type", "client_credentials"), ("scope", "urn:service:iam:org:project:id:p1:aud")],
-    )
-    .await;
+    let t =
+        token(srv, Some(("jwt-robot", &jwt_secret)), &[("grant_type", "client_credentials"), ("scope", &p1_aud)]).await;
     let at = t.ok()["access_token"].as_str().unwrap().to_string();
     assert_eq!(header(&at)["typ"], "at+jwt");
     let c = claims(&at);
     assert_eq!(c["sub"], jwt_robot.as_str());
     assert_eq!(c["client_id"], "jwt-robot");
-    assert_eq!(c["aud"], json!(["jwt-robot", "p1"]));
+    assert_eq!(c["aud"], json!(["jwt-robot", p1]));
     assert_eq!(c["iss"], srv.base.as_str());
     for k in ["exp", "iat", "nbf", "jti", "scope"] {
         assert!(c.get(k).is_some(), "{k}");
@@ -889,6 +885,97 @@ on_both!(bad_requests, |srv| {
     token(srv, Some(("wordy", &secret)), &form).await.err(400, "invalid_scope");
     let form = [("grant_type", "client_credentials"), ("scope", &roles[..2].join(" "))];
     token(srv, Some(("wordy", &secret)), &form).await.ok();
+});
+
+/// A sign-in of `user` to `client_id` asking for `scope`, and the code's exchange.
+async fn tokens_of(srv: &TestServer, client: (&str, &str), user: (&str, &str), scope: &str) -> Value {
+    let b = Browser::new(srv);
+    let (verifier, challenge) = pkce();
+    let (id, page) = b
+        .authorize(&[
+            ("client_id", client.0),
+            ("redirect_uri", CB),
+            ("response_type", "code"),
+            ("scope", scope),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+        ])
+        .await;
+    let done = b.sign_in(&id.expect("a login page"), &page, user.0, user.1).await;
+    let code = param(&done.redirect_params(), "code").unwrap_or_else(|| panic!("{:?}", done.location)).to_string();
+    exchange_code(srv, Some(client), &code, &verifier).await.ok().clone()
+}
+
+on_both!(audience_scopes_name_projects_of_the_clients_organization, |srv| {
+    // The instance's default organization: a project and an application (the operator's
+    // console, say), alice, and a machine user.
+    let (console, console_secret, home_project) = oidc_app(srv, json!({})).await;
+    let console_secret = console_secret.unwrap();
+    human(srv, "alice", "Wonder-land1").await;
+    let (_, robot_secret) = machine(srv, "robot", false).await;
+    let home = srv.get("/management/v1/orgs/me").await.ok()["org"]["id"].as_str().unwrap().to_string();
+    // Another organization with its own project, application and user.
+    let x = srv.post("/management/v1/orgs", json!({"name": "Xorg"})).await.ok()["id"].as_str().unwrap().to_string();
+    let as_x = |method: &'static str, path: String, body: Value| {
+        let x = x.clone();
+        async move { srv.call_as(Some(&srv.pat), Some(&x), method, &path, body).await }
+    };
+    let px = as_x("POST", "/management/v1/projects".into(), json!({"name": "px"})).await.ok()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let app = json!({"name": "xweb", "redirectUris": [CB], "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE"],
+                     "authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC"});
+    let r = as_x("POST", format!("/management/v1/projects/{px}/apps/oidc"), app).await;
+    let (xweb, xweb_secret) =
+        (r.ok()["clientId"].as_str().unwrap().to_string(), r.body["clientSecret"].as_str().unwrap().to_string());
+    let body = json!({"userName": "xavier", "profile": {"firstName": "X", "lastName": "Avier"},
+                      "email": {"email": "xavier@example.com", "isEmailVerified": true}});
+    let xavier =
+        as_x("POST", "/management/v1/users/human".into(), body).await.ok()["userId"].as_str().unwrap().to_string();
+    let password = json!({"password": "Xavier-Passw0rd", "noChangeRequired": true});
+    as_x("POST", format!("/management/v1/users/{xavier}/password"), password).await.ok();
+
+    let aud = |p: &str| format!("urn:service:iam:org:project:id:{p}:aud");
+    let scope = format!("openid {} {} {}", aud("latch"), aud(&home_project), aud(&px));
+    let audience = |t: &Value| -> Vec<String> {
+        claims(t["id_token"].as_str().unwrap())["aud"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect()
+    };
+    let api_status = |at: String| async move {
+        srv.call_as(Some(&at), None, "GET", "/management/v1/orgs/me", json!(null)).await.status
+    };
+    // alice (of the default organization) at the other organization's
+    // application: neither the API nor her organization's project; only its own project.
+    let t = tokens_of(srv, (&xweb, &xweb_secret), ("alice", "Wonder-land1"), &scope).await;
+    let a = audience(&t);
+    assert!(a.contains(&px) && !a.contains(&"latch".to_string()) && !a.contains(&home_project), "{a:?}");
+    assert_eq!(api_status(t["access_token"].as_str().unwrap().to_string()).await, 401);
+    // xavier at his own organization's application: the API too.
+    let t = tokens_of(srv, (&xweb, &xweb_secret), ("xavier", "Xavier-Passw0rd"), &scope).await;
+    let a = audience(&t);
+    assert!(a.contains(&px) && a.contains(&"latch".to_string()) && !a.contains(&home_project), "{a:?}");
+    assert_ne!(api_status(t["access_token"].as_str().unwrap().to_string()).await, 401);
+    // xavier at the default organization's console: the API, not the other project.
+    let t = tokens_of(srv, (&console, &console_secret), ("xavier", "Xavier-Passw0rd"), &scope).await;
+    let a = audience(&t);
+    assert!(a.contains(&"latch".to_string()) && a.contains(&home_project) && !a.contains(&px), "{a:?}");
+    // A machine user: its own organization's projects and the API; organization scopes only of
+    // its own organization.
+    let form = [
+        ("grant_type", "client_credentials"),
+        ("scope", &format!("{scope} urn:service:iam:org:id:{x} urn:service:iam:org:id:{home}")),
+    ];
+    let r = token(srv, Some(("robot", &robot_secret)), &form).await;
+    let granted: Vec<&str> = r.ok()["scope"].as_str().unwrap().split(' ').collect();
+    assert!(granted.contains(&aud("latch").as_str()) && granted.contains(&aud(&home_project).as_str()), "{granted:?}");
+    assert!(!granted.contains(&aud(&px).as_str()), "{granted:?}");
+    assert!(!granted.iter().any(|s| s.ends_with(&x)), "{granted:?}");
+    assert!(granted.iter().any(|s| s.ends_with(&home)), "{granted:?}");
 });
 
 /// Whether the browser's session answers an authorization request without the login page.

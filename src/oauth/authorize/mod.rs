@@ -43,6 +43,10 @@ pub struct CodeData {
     pub amr: Vec<String>,
 }
 
+/// The longest authorization request POSTed without the browser cookie that is sent on as a
+/// GET: 8 KiB, the request line nginx and most proxies take by default.
+const MAX_POST_AS_GET: usize = 8 * 1024;
+
 pub fn request_id(headers: &HeaderMap) -> String {
     headers.get(crate::app::REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
 }
@@ -56,6 +60,12 @@ pub async fn get(State(state): State<AppState>, headers: HeaderMap, RawQuery(que
 pub async fn post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let pairs: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
     if cookie::existing(&headers, state.settings.secure_cookies).is_none() {
+        // Sent on as a GET that carries the cookie (see `cookie::as_get`), within what proxies
+        // take in a request line.
+        if body.len() > MAX_POST_AS_GET {
+            let t = i18n::choose(&[], &headers);
+            return pages::error_page(t, StatusCode::BAD_REQUEST, t.err_request_too_long, &request_id(&headers));
+        }
         return cookie::as_get(crate::paths::AUTHORIZE, &pairs);
     }
     handle(&state, &headers, pairs).await
@@ -279,6 +289,34 @@ pub async fn refusal(c: &mut Conn, client: &OidcClient, subject: &Subject) -> cr
     Ok(None)
 }
 
+/// Why the request's organization scopes turn `subject` away, if they do: in a sign-in,
+/// `urn:service:iam:org:id:{id}` and `urn:service:iam:org:domain:primary:{domain}` ask for a
+/// user of that organization (in ZITADEL they select the organization the login is for), so a
+/// user of another one, signed in or choosing a session, is not handed to the application as
+/// if the organization had admitted them. The client is told `access_denied`.
+pub fn org_scope_refusal(params: &AuthParams, subject: &Subject) -> Option<OAuthError> {
+    let foreign = params.scopes.iter().any(|s| match s.strip_prefix(crate::oauth::scope::ORG_ID_PREFIX) {
+        Some(id) => id != subject.org.org_id,
+        None => s.strip_prefix(crate::oauth::scope::ORG_DOMAIN_PREFIX).is_some_and(|d| d != subject.org.primary_domain),
+    });
+    foreign.then(|| OAuthError::new(ErrorCode::AccessDenied, "the user is not of the organization the request is for"))
+}
+
+/// The scopes a sign-in grants: the request's, but organization scopes of another organization
+/// than the subject's and audiences the client may not ask for
+/// ([`crate::oauth::audience::allowed`]).
+pub async fn granted_scopes(
+    state: &AppState,
+    c: &mut Conn,
+    params: &AuthParams,
+    client: &OidcClient,
+    subject: &Subject,
+) -> crate::store::Result<Scopes> {
+    let asker = crate::oauth::audience::Asker { org_id: &client.project.org_id, is_subject: false };
+    let scopes = claims::filter_org_scopes(subject, &params.scopes());
+    crate::oauth::audience::allowed(state, c, asker, subject, scopes).await
+}
+
 /// Loads a user's organization to make a token subject.
 pub async fn subject(state: &AppState, c: &mut impl Source, u: User) -> crate::store::Result<Option<Subject>> {
     Ok(state.cache.org(c, &u.org_id).await?.map(|o| Subject { user: u, org: o }))
@@ -386,7 +424,11 @@ pub async fn complete(
     let Some(subject) = subject(state, c, u).await? else {
         return Ok(pages::error_page(t, StatusCode::BAD_REQUEST, "the account has no organization", ""));
     };
-    if let Some(e) = refusal(c, client, &subject).await? {
+    let refused = match org_scope_refusal(params, &subject) {
+        Some(e) => Some(e),
+        None => refusal(c, client, &subject).await?,
+    };
+    if let Some(e) = refused {
         let st = params.state.as_deref();
         return Ok(response::error(t, &state.settings.issuer, &params.redirect_uri, params.response_mode, st, &e));
     }
@@ -395,7 +437,7 @@ pub async fn complete(
         session::touch(c, &s.session_id, now).await?;
     }
     crate::oidc::backchannel::note(c, client, s).await?;
-    let scopes = claims::filter_org_scopes(&subject, &params.scopes());
+    let scopes = granted_scopes(state, c, params, client, &subject).await?;
     let mut fields: Vec<(&'static str, String)> = Vec::new();
     match params.response_type {
         ResponseType::Code => {

@@ -14,6 +14,7 @@ use crate::oauth::error::{OAuthError, OAuthResult};
 use crate::oauth::form::Form;
 use crate::oauth::issue::{self, Grant, Shape};
 use crate::oauth::scope::Scopes;
+use crate::oidc::claims;
 use crate::store::user::User;
 
 /// Whether `secret` is machine user `u`'s secret (compared by digest in constant time).
@@ -68,7 +69,10 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     let username = u.username.clone();
     let subject =
         subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
-    let scopes = scopes.known();
+    // Its own organization's scopes and audiences only (the client is the subject).
+    let asker = crate::oauth::audience::Asker { org_id: &subject.org.org_id, is_subject: true };
+    let scopes = claims::filter_org_scopes(&subject, &scopes.known());
+    let scopes = crate::oauth::audience::allowed(state, &mut c, asker, &subject, scopes).await?;
     let checked_at = issue::checked_at(&subject.user, None);
     let g = Grant {
         audience: issue::audience(&username, "", &scopes),

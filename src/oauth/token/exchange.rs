@@ -159,7 +159,7 @@ async fn read_token(state: &AppState, c: &mut Conn, token: &str, kind: &str, rol
                 Some((u, false))
                     if u.is_active()
                         && claims.iat >= u.tokens_valid_from
-                        && access::actor_still_acts(state, c, claims.act.as_ref(), claims.iat, &u.org_id).await? =>
+                        && access::actor_still_acts(c, claims.act.as_ref(), claims.iat, &u.org_id).await? =>
                 {
                     u
                 }
@@ -340,6 +340,9 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     // let that client revoke the first one's chain (revocation and reuse detection end a grant).
     let from = actor.as_ref().unwrap_or(&subject);
     let session_id = from.session_id.clone();
+    // Its authentication too: an impersonation's tokens say how the actor signed in, not how
+    // the subject did (a second factor the actor never gave).
+    let (auth_time, amr) = (from.auth_time, from.amr.clone());
     let grant_id = from.grant_id.clone().filter(|_| from.client_id.as_deref() == Some(client.app.client_id.as_str()));
     // Each token was good when issued (its `iat`); a party read from the cache since counts
     // from then.
@@ -353,6 +356,8 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     if let Some(e) = crate::oauth::authorize::refusal(&mut c, &client, &subj).await? {
         return Err(OAuthError::invalid_grant(e.description));
     }
+    // Organization scopes only of the subject's organization (an actor's would stay otherwise).
+    let scopes = crate::oidc::claims::filter_org_scopes(&subj, &scopes);
     let g = Grant {
         client_id: client.app.client_id.clone(),
         project_id: client.project.project_id.clone(),
@@ -363,8 +368,8 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         },
         subject: subj,
         scopes: scopes.clone(),
-        auth_time: subject.auth_time,
-        amr: subject.amr.clone(),
+        auth_time,
+        amr,
         session_id,
         grant_id: Some(grant_id.unwrap_or_else(crate::crypto::secret::random_id)),
         nonce: None,

@@ -11,6 +11,7 @@ use crate::oauth::error::{OAuthError, OAuthResult};
 use crate::oauth::form::Form;
 use crate::oauth::issue::{self, Grant, Shape};
 use crate::oauth::scope::Scopes;
+use crate::oidc::claims;
 use crate::store::{Source, key};
 
 pub async fn grant(state: &AppState, form: &Form) -> OAuthResult<TokenResponse> {
@@ -44,7 +45,9 @@ pub async fn grant(state: &AppState, form: &Form) -> OAuthResult<TokenResponse> 
     let client_id = u.user_id.clone();
     let subject =
         subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
-    let scopes = scopes.known().without("offline_access");
+    let asker = crate::oauth::audience::Asker { org_id: &subject.org.org_id, is_subject: true };
+    let scopes = claims::filter_org_scopes(&subject, &scopes.known().without("offline_access"));
+    let scopes = crate::oauth::audience::allowed(state, &mut c, asker, &subject, scopes).await?;
     let checked_at = issue::checked_at(&subject.user, None);
     let g = Grant {
         audience: issue::audience(&client_id, "", &scopes),

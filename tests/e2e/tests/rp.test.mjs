@@ -94,9 +94,9 @@ for (const db of databases()) {
       const uid = await latch.machine(name);
       const secret = await latch.machineSecret(uid);
       const config = await rpConfig(latch, name, client.ClientSecretBasic(secret));
-      const t = await client.clientCredentialsGrant(config, { scope: 'openid urn:service:iam:org:project:id:p1:aud' });
+      const t = await client.clientCredentialsGrant(config, { scope: 'openid urn:service:iam:org:project:id:latch:aud' });
       assert.equal(t.token_type.toLowerCase(), 'bearer');
-      assert.equal(t.scope, 'openid urn:service:iam:org:project:id:p1:aud');
+      assert.equal(t.scope, 'openid urn:service:iam:org:project:id:latch:aud');
       assert.ok(!t.access_token.includes('.'), 'opaque for an ACCESS_TOKEN_TYPE_BEARER machine user');
       assert.equal(t.refresh_token, undefined);
       const wrong = await rpConfig(latch, name, client.ClientSecretBasic('wrong'));
