@@ -443,7 +443,9 @@ on_both!(a_failing_org_is_left_whole_and_the_others_go_on, |srv| {
         ]},
         {"orgId": "org-nameless", "humanUsers": [{"userId": "n-1", "user": record("nameless", None, true)}]},
         {"orgId": "org-good", "org": {"name": "Good"}, "humanUsers": [
-            {"userId": "g-1", "user": record("good", Some(AUTH0_BCRYPT), true)}], "loginPolicy": {"forceMfa": true}},
+            {"userId": "g-1", "user": record("good", Some(AUTH0_BCRYPT), true)}], "loginPolicy": {"forceMfa": true},
+         // Its creator on the instance it was exported from: left out, not a reason to refuse it.
+         "orgMembers": [{"userId": "creator-elsewhere", "roles": ["ORG_OWNER"]}]},
         {"orgId": org, "projects": [{"projectId": "p-x", "project": {"name": "X"}}],
          "userGrants": [{"userId": "nobody", "projectId": "p-x"}, {"userId": "g-1", "projectId": "p-missing"}]},
     ]});
@@ -468,6 +470,11 @@ on_both!(a_failing_org_is_left_whole_and_the_others_go_on, |srv| {
     let ok = r["success"]["orgs"].as_array().unwrap();
     assert_eq!(ok.len(), 1, "{r}");
     assert_eq!(ok[0]["orgId"], "org-good");
+    let left_out = r["skipped"].as_array().unwrap().iter().find(|s| s["id"] == "creator-elsewhere");
+    assert!(
+        left_out.is_some_and(|s| s["type"] == "org_member" && s["message"].as_str().unwrap().contains("left out")),
+        "{r}"
+    );
     let mut after = before.clone();
     after[0] += 1; // org
     after[1] += 1; // its generated domain

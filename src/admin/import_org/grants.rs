@@ -64,7 +64,7 @@ pub(super) fn check_grants_and_members(
     let mut members = Vec::new();
     for m in &d.org_members {
         if !user_anywhere(&m.user_id) {
-            ck.fail("org_member", &m.user_id, "the user does not exist");
+            ck.leave_out_member("org_member", m.user_id.clone());
             continue;
         }
         let roles = match check_roles("DataOrg.orgMembers", &m.roles, ORG_ROLES) {
@@ -93,7 +93,7 @@ pub(super) fn check_grants_and_members(
             continue;
         }
         if !user_anywhere(&m.user_id) {
-            ck.fail("project_member", &mid, "the user does not exist");
+            ck.leave_out_member("project_member", mid);
             continue;
         }
         let roles = match check_roles("DataOrg.projectMembers", &m.roles, PROJECT_ROLES) {

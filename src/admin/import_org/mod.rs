@@ -192,6 +192,15 @@ impl Check<'_> {
         self.skipped.push(ImportItem::new(kind, id, "already exists; left as it is"));
     }
 
+    /// Leaves a membership out whose user is neither in the document nor on this instance,
+    /// rather than refusing the organization: the first owner of an organization created
+    /// through the API is its creator, usually a user of another organization, and exporting
+    /// the one organization would otherwise make a document no other instance imports.
+    fn leave_out_member(&mut self, kind: &'static str, id: impl Into<String>) {
+        let why = "the user is neither in the document nor on this instance; the membership was left out";
+        self.skipped.push(ImportItem::new(kind, id, why));
+    }
+
     fn check(&mut self, kind: &'static str, id: &str, r: ApiResult<()>) -> bool {
         match r {
             Ok(()) => true,
