@@ -598,7 +598,7 @@ async fn turned_away(state: &AppState, c: &mut Conn, f: &Flow, u: &User, headers
         Ok(s) => s?,
         Err(e) => return Some(store_fail(t, headers, e)),
     };
-    let e = match authorize::org_scope_refusal(&f.params, &subject) {
+    let e = match authorize::org_scope_refusal(&f.params, &subject.org) {
         Some(e) => e,
         None => match authorize::refusal(c, &f.client, &subject).await {
             Ok(refused) => refused?,

@@ -81,7 +81,9 @@ pub fn org_claims(s: &Subject, scopes: &Scopes, out: &mut Map<String, Value>) {
     if scopes.0.iter().any(|x| x.strip_prefix(scope::ORG_ID_PREFIX) == Some(s.org.org_id.as_str())) {
         put(out, "urn:service:iam:org:id", s.org.org_id.clone());
     }
-    if scopes.0.iter().any(|x| x.strip_prefix(scope::ORG_DOMAIN_PREFIX) == Some(s.org.primary_domain.as_str())) {
+    if scopes.0.iter().any(|x| {
+        x.strip_prefix(scope::ORG_DOMAIN_PREFIX).is_some_and(|d| d.eq_ignore_ascii_case(&s.org.primary_domain))
+    }) {
         put(out, "urn:service:iam:org:domain:primary", s.org.primary_domain.clone());
     }
 }
@@ -96,7 +98,8 @@ pub fn filter_org_scopes(s: &Subject, scopes: &Scopes) -> Scopes {
             .filter(|x| match x.strip_prefix(scope::ORG_ID_PREFIX) {
                 Some(id) => id == s.org.org_id,
                 None => match x.strip_prefix(scope::ORG_DOMAIN_PREFIX) {
-                    Some(d) => d == s.org.primary_domain,
+                    // Domains are stored lowercased; a scope may spell one otherwise.
+                    Some(d) => d.eq_ignore_ascii_case(&s.org.primary_domain),
                     None => true,
                 },
             })

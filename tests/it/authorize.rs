@@ -639,6 +639,20 @@ on_both!(a_projects_checks_turn_users_away, |srv| {
     assert_eq!(param(&r.redirect_params(), "error"), Some("access_denied"), "{:?}", r.location);
     let (_, r) = b.authorize(&pairs(&for_org(&other, true))).await;
     assert!(param(&r.redirect_params(), "code").is_some(), "{:?}", r.location);
+    // Without prompt=none, oscar's session does not answer a request for the other
+    // organization: the login page does, to sign in as someone of it.
+    let (id, _) = b.authorize(&pairs(&for_org(&home, false))).await;
+    assert!(id.is_some(), "a login page");
+    // The primary domain's scope is compared as domains are, whatever its case.
+    let domain = srv.get("/management/v1/orgs/me").await.ok()["org"]["primaryDomain"].as_str().unwrap().to_uppercase();
+    let mut q = for_org(&home, false);
+    q.iter_mut()
+        .filter(|(k, _)| *k == "scope")
+        .for_each(|(_, v)| *v = format!("openid urn:service:iam:org:domain:primary:{domain}"));
+    let b2 = Browser::new(srv);
+    let (id, page) = b2.authorize(&pairs(&q)).await;
+    let done = b2.sign_in(&id.expect("a login page"), &page, "alice", "Wonder-land1").await;
+    assert!(param(&done.redirect_params(), "code").is_some(), "{:?}", done.location);
     for (user, password, want_code) in [("oscar", "Oscar-Passw0rd", false), ("alice", "Wonder-land1", true)] {
         let b = Browser::new(srv);
         let (id, page) = b.authorize(&pairs(&for_org(&home, false))).await;

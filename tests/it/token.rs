@@ -924,8 +924,8 @@ on_both!(audience_scopes_name_projects_of_the_clients_organization, |srv| {
         .as_str()
         .unwrap()
         .to_string();
-    let app = json!({"name": "xweb", "redirectUris": [CB], "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE"],
-                     "authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC"});
+    let app = json!({"name": "xweb", "redirectUris": [CB], "authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC",
+                     "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
     let r = as_x("POST", format!("/management/v1/projects/{px}/apps/oidc"), app).await;
     let (xweb, xweb_secret) =
         (r.ok()["clientId"].as_str().unwrap().to_string(), r.body["clientSecret"].as_str().unwrap().to_string());
@@ -960,10 +960,52 @@ on_both!(audience_scopes_name_projects_of_the_clients_organization, |srv| {
     let a = audience(&t);
     assert!(a.contains(&px) && a.contains(&"latch".to_string()) && !a.contains(&home_project), "{a:?}");
     assert_ne!(api_status(t["access_token"].as_str().unwrap().to_string()).await, 401);
+    let xavier_token = t["access_token"].as_str().unwrap().to_string();
     // xavier at the default organization's console: the API, not the other project.
-    let t = tokens_of(srv, (&console, &console_secret), ("xavier", "Xavier-Passw0rd"), &scope).await;
+    let t =
+        tokens_of(srv, (&console, &console_secret), ("xavier", "Xavier-Passw0rd"), &format!("{scope} offline_access"))
+            .await;
     let a = audience(&t);
     assert!(a.contains(&"latch".to_string()) && a.contains(&home_project) && !a.contains(&px), "{a:?}");
+    // Refreshing applies the rule as it stands: with another default organization the console
+    // is one organization's application like any other.
+    let rt = t["refresh_token"].as_str().unwrap().to_string();
+    {
+        let mut c = srv.state.db.conn().await.unwrap();
+        sqlx::query("UPDATE instance SET default_org_id = $1").bind(&x).execute(&mut *c).await.unwrap();
+        srv.state.cache.clear();
+    }
+    let form = [("grant_type", "refresh_token"), ("refresh_token", rt.as_str())];
+    let r = token(srv, Some((&console, &console_secret)), &form).await;
+    let a = audience(r.ok());
+    assert!(!a.contains(&"latch".to_string()) && a.contains(&home_project), "{a:?}");
+    {
+        let mut c = srv.state.db.conn().await.unwrap();
+        sqlx::query("UPDATE instance SET default_org_id = $1").bind(&home).execute(&mut *c).await.unwrap();
+        srv.state.cache.clear();
+    }
+    // Nor does a token exchange carry it over: xavier (who may impersonate the default
+    // organization's end users) impersonates alice at his organization's application; his
+    // token names the API, alice's may not.
+    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
+    srv.put("/admin/v1/policies/security", json!({"enableImpersonation": true})).await.ok();
+    let users = srv.post("/management/v1/users/_search", json!({})).await;
+    let alice = users.ok()["result"].as_array().unwrap().iter().find(|u| u["userName"] == "alice").unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    srv.post("/management/v1/orgs/me/members", json!({"userId": xavier, "roles": ["ORG_END_USER_IMPERSONATOR"]}))
+        .await
+        .ok();
+    let form = [
+        ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"),
+        ("subject_token", alice.as_str()),
+        ("subject_token_type", "urn:service:params:oauth:token-type:user_id"),
+        ("actor_token", xavier_token.as_str()),
+        ("actor_token_type", "urn:ietf:params:oauth:token-type:access_token"),
+    ];
+    let r = token(srv, Some((&xweb, &xweb_secret)), &form).await;
+    assert_eq!(api_status(r.ok()["access_token"].as_str().unwrap().to_string()).await, 401, "{}", r.body);
     // A machine user: its own organization's projects and the API; organization scopes only of
     // its own organization.
     let form = [

@@ -26,6 +26,7 @@ use crate::oauth::scope::Scopes;
 use crate::oauth::token::RefreshData;
 use crate::oidc::claims::{self, Subject};
 use crate::store::auth_request::AuthRequestRow;
+use crate::store::org::Org;
 use crate::store::session::Session;
 use crate::store::user::User;
 use crate::store::{Conn, Source, auth_request, code, session, to_json, user};
@@ -62,7 +63,8 @@ pub async fn post(State(state): State<AppState>, headers: HeaderMap, body: Bytes
     if cookie::existing(&headers, state.settings.secure_cookies).is_none() {
         // Sent on as a GET that carries the cookie (see `cookie::as_get`), within what proxies
         // take in a request line.
-        if body.len() > MAX_POST_AS_GET {
+        let query_len = form_urlencoded::Serializer::new(String::new()).extend_pairs(&pairs).finish().len();
+        if query_len > MAX_POST_AS_GET {
             let t = i18n::choose(&[], &headers);
             return pages::error_page(t, StatusCode::BAD_REQUEST, t.err_request_too_long, &request_id(&headers));
         }
@@ -210,9 +212,13 @@ async fn decide(
         (if sessions.is_empty() { Start::Login } else { Start::Select }, None)
     } else {
         match pick {
-            Some((s, u)) if fresh(s) => {
+            Some((s, u)) if fresh(s) && of_the_asked_org(state, c, params, u).await? => {
                 return complete(state, c, t, params, client, u.clone(), s).await;
             }
+            // A user of another organization than the request's organization scopes ask for:
+            // the person signs in as someone of that one (with prompt=none the client is told
+            // access_denied, as at the end of a sign-in).
+            Some((s, _)) if fresh(s) => (Start::Login, None),
             // The session is too old for max_age, or lacks the second factor the login policy
             // asks for: its user authenticates again.
             Some((_, u)) => (Start::Login, Some(u.clone())),
@@ -294,10 +300,12 @@ pub async fn refusal(c: &mut Conn, client: &OidcClient, subject: &Subject) -> cr
 /// user of that organization (in ZITADEL they select the organization the login is for), so a
 /// user of another one, signed in or choosing a session, is not handed to the application as
 /// if the organization had admitted them. The client is told `access_denied`.
-pub fn org_scope_refusal(params: &AuthParams, subject: &Subject) -> Option<OAuthError> {
+pub fn org_scope_refusal(params: &AuthParams, org: &Org) -> Option<OAuthError> {
     let foreign = params.scopes.iter().any(|s| match s.strip_prefix(crate::oauth::scope::ORG_ID_PREFIX) {
-        Some(id) => id != subject.org.org_id,
-        None => s.strip_prefix(crate::oauth::scope::ORG_DOMAIN_PREFIX).is_some_and(|d| d != subject.org.primary_domain),
+        Some(id) => id != org.org_id,
+        None => s
+            .strip_prefix(crate::oauth::scope::ORG_DOMAIN_PREFIX)
+            .is_some_and(|d| !d.eq_ignore_ascii_case(&org.primary_domain)),
     });
     foreign.then(|| OAuthError::new(ErrorCode::AccessDenied, "the user is not of the organization the request is for"))
 }
@@ -315,6 +323,16 @@ pub async fn granted_scopes(
     let asker = crate::oauth::audience::Asker { org_id: &client.project.org_id, is_subject: false };
     let scopes = claims::filter_org_scopes(subject, &params.scopes());
     crate::oauth::audience::allowed(state, c, asker, subject, scopes).await
+}
+
+/// Whether `u` is of the organization the request's organization scopes ask for (any user when
+/// there are none).
+async fn of_the_asked_org(state: &AppState, c: &mut Conn, params: &AuthParams, u: &User) -> crate::store::Result<bool> {
+    use crate::oauth::scope::{ORG_DOMAIN_PREFIX, ORG_ID_PREFIX};
+    if !params.scopes.iter().any(|s| s.starts_with(ORG_ID_PREFIX) || s.starts_with(ORG_DOMAIN_PREFIX)) {
+        return Ok(true);
+    }
+    Ok(state.cache.org(c, &u.org_id).await?.is_some_and(|org| org_scope_refusal(params, &org).is_none()))
 }
 
 /// Loads a user's organization to make a token subject.
@@ -424,7 +442,7 @@ pub async fn complete(
     let Some(subject) = subject(state, c, u).await? else {
         return Ok(pages::error_page(t, StatusCode::BAD_REQUEST, "the account has no organization", ""));
     };
-    let refused = match org_scope_refusal(params, &subject) {
+    let refused = match org_scope_refusal(params, &subject.org) {
         Some(e) => Some(e),
         None => refusal(c, client, &subject).await?,
     };

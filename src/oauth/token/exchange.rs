@@ -340,9 +340,17 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     // let that client revoke the first one's chain (revocation and reuse detection end a grant).
     let from = actor.as_ref().unwrap_or(&subject);
     let session_id = from.session_id.clone();
-    // Its authentication too: an impersonation's tokens say how the actor signed in, not how
-    // the subject did (a second factor the actor never gave).
-    let (auth_time, amr) = (from.auth_time, from.amr.clone());
+    // The authentication the result tells of is the impersonator's: the actor's for a new
+    // impersonation, the subject token's when the result keeps the subject's `act` (that
+    // token already tells its actor's), else the actor's or the subject's (one user). Never a
+    // sign-in the impersonator did not make (a second factor it never gave).
+    let auth_from = match &actor {
+        Some(a) if a.user.user_id != subject.user.user_id => a,
+        Some(_) if subject.act.is_some() => &subject,
+        Some(a) => a,
+        None => &subject,
+    };
+    let (auth_time, amr) = (auth_from.auth_time, auth_from.amr.clone());
     let grant_id = from.grant_id.clone().filter(|_| from.client_id.as_deref() == Some(client.app.client_id.as_str()));
     // Each token was good when issued (its `iat`); a party read from the cache since counts
     // from then.
@@ -356,8 +364,12 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     if let Some(e) = crate::oauth::authorize::refusal(&mut c, &client, &subj).await? {
         return Err(OAuthError::invalid_grant(e.description));
     }
-    // Organization scopes only of the subject's organization (an actor's would stay otherwise).
+    // Organization scopes only of the subject's organization (an actor's would stay otherwise),
+    // and audiences only as a sign-in to this client would give them.
     let scopes = crate::oidc::claims::filter_org_scopes(&subj, &scopes);
+    let asker = || crate::oauth::audience::Asker { org_id: &client.project.org_id, is_subject: false };
+    let scopes = crate::oauth::audience::allowed(state, &mut c, asker(), &subj, scopes).await?;
+    let audience = crate::oauth::audience::allowed_ids(state, &mut c, asker(), &subj, audience).await?;
     let g = Grant {
         client_id: client.app.client_id.clone(),
         project_id: client.project.project_id.clone(),

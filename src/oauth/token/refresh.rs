@@ -101,6 +101,10 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     }
     let subject =
         subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
+    // Audiences as a sign-in would give them now (a grant from before that rule, or the
+    // default organization changed since).
+    let asker = crate::oauth::audience::Asker { org_id: &client.project.org_id, is_subject: false };
+    let scopes = crate::oauth::audience::allowed(state, &mut c, asker, &subject, scopes).await?;
     // A narrower scope was checked before anything was written (an invalid_scope leaves the
     // token usable); now the token is rotated and its successor stored, atomically as above,
     // so that a reuse of the token revokes the successor with the rest of the chain.
