@@ -16,16 +16,20 @@ pub fn grant_key(grant_id: &str) -> String {
     format!("g:{grant_id}")
 }
 
+/// Revokes `key` until `expires_at`. A key revoked again keeps the later of the two expiries,
+/// and on PostgreSQL a later one is written by this transaction (its `txid`), so that the other
+/// replicas' polls see it: else they would keep the first expiry and forget the key then.
 pub async fn revoke(c: &mut Conn, key: &str, now: i64, expires_at: i64) -> Result<()> {
-    sqlx::query(
+    let sql = if c.backend_name() == "PostgreSQL" {
         "INSERT INTO revocation (revoked_key, created_at, expires_at) VALUES ($1, $2, $3) \
-         ON CONFLICT (revoked_key) DO UPDATE SET expires_at = $3",
-    )
-    .bind(key)
-    .bind(now)
-    .bind(expires_at)
-    .execute(&mut *c)
-    .await?;
+         ON CONFLICT (revoked_key) DO UPDATE SET expires_at = EXCLUDED.expires_at, txid = pg_current_xact_id() \
+         WHERE EXCLUDED.expires_at > revocation.expires_at"
+    } else {
+        "INSERT INTO revocation (revoked_key, created_at, expires_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (revoked_key) DO UPDATE SET expires_at = excluded.expires_at \
+         WHERE excluded.expires_at > revocation.expires_at"
+    };
+    sqlx::query(sql).bind(key).bind(now).bind(expires_at).execute(&mut *c).await?;
     Ok(())
 }
 

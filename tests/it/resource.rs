@@ -725,6 +725,29 @@ on_both!(the_revocation_feed_never_skips_a_late_commit, |srv| {
     }
 });
 
+on_both!(a_key_revoked_again_keeps_the_later_expiry_and_the_feed_shows_it, |srv| {
+    use latch::store::revocation::{revoke, since};
+    let now = srv.state.clock.now();
+    let mut c = srv.state.db.conn().await.unwrap();
+    revoke(&mut c, "g:twice", now, now + 1_000).await.unwrap();
+    let (_, cursor) = since(&mut c, 0, now).await.unwrap();
+    // An earlier expiry leaves the row as it was (and the feed has nothing new).
+    revoke(&mut c, "g:twice", now, now + 500).await.unwrap();
+    let (keys, cursor) = since(&mut c, cursor, now).await.unwrap();
+    assert!(!keys.iter().any(|(k, e)| k == "g:twice" && *e != now + 1_000), "{keys:?}");
+    let stored = "SELECT expires_at FROM revocation WHERE revoked_key = 'g:twice'";
+    let (e,): (i64,) = sqlx::query_as(stored).fetch_one(&mut *c).await.unwrap();
+    assert_eq!(e, now + 1_000, "not shortened");
+    // A later one is kept, and other replicas' next poll reads it.
+    revoke(&mut c, "g:twice", now, now + 2_000).await.unwrap();
+    if srv.backend == crate::harness::Backend::Postgres {
+        let (keys, _) = since(&mut c, cursor, now).await.unwrap();
+        assert!(keys.contains(&("g:twice".to_string(), now + 2_000)), "{keys:?}");
+    }
+    let (e,): (i64,) = sqlx::query_as(stored).fetch_one(&mut *c).await.unwrap();
+    assert_eq!(e, now + 2_000);
+});
+
 // RP-Initiated Logout 1.0, section 2: without an id_token_hint latch asks before it ends the
 // browser's sessions, so that a link or an image on another site cannot sign the person out.
 on_both!(a_logout_without_a_hint_asks_first, |srv| {
