@@ -641,8 +641,14 @@ on_both!(a_projects_checks_turn_users_away, |srv| {
     assert!(param(&r.redirect_params(), "code").is_some(), "{:?}", r.location);
     // Without prompt=none, oscar's session does not answer a request for the other
     // organization: the login page does, to sign in as someone of it.
-    let (id, _) = b.authorize(&pairs(&for_org(&home, false))).await;
-    assert!(id.is_some(), "a login page");
+    let (id, page) = b.authorize(&pairs(&for_org(&home, false))).await;
+    assert!(id.is_some() && page.html.contains("name=\"loginname\""), "a login page: {}", page.html);
+    // Nor when the session is too old for max_age: not oscar's password page either.
+    let mut q = for_org(&home, false);
+    q.push(("max_age", "0".to_string()));
+    srv.clock.advance(5);
+    let (id, page) = b.authorize(&pairs(&q)).await;
+    assert!(id.is_some() && page.html.contains("name=\"loginname\""), "the login name page: {}", page.html);
     // The primary domain's scope is compared as domains are, whatever its case.
     let domain = srv.get("/management/v1/orgs/me").await.ok()["org"]["primaryDomain"].as_str().unwrap().to_uppercase();
     let mut q = for_org(&home, false);

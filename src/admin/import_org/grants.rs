@@ -63,10 +63,6 @@ pub(super) fn check_grants_and_members(
     }
     let mut members = Vec::new();
     for m in &d.org_members {
-        if !user_anywhere(&m.user_id) {
-            ck.leave_out_member("org_member", m.user_id.clone());
-            continue;
-        }
         let roles = match check_roles("DataOrg.orgMembers", &m.roles, ORG_ROLES) {
             Ok(r) => r,
             Err(e) => {
@@ -74,6 +70,10 @@ pub(super) fn check_grants_and_members(
                 continue;
             }
         };
+        if !user_anywhere(&m.user_id) {
+            ck.leave_out_member("org_member", m.user_id.clone());
+            continue;
+        }
         if ex.org_members.contains(&m.user_id) {
             ck.skip("org_member", m.user_id.clone());
             continue;
@@ -92,10 +92,6 @@ pub(super) fn check_grants_and_members(
             ck.fail("project_member", &mid, format!("project {} is not a project of the organization", m.project_id));
             continue;
         }
-        if !user_anywhere(&m.user_id) {
-            ck.leave_out_member("project_member", mid);
-            continue;
-        }
         let roles = match check_roles("DataOrg.projectMembers", &m.roles, PROJECT_ROLES) {
             Ok(r) => r,
             Err(e) => {
@@ -103,6 +99,10 @@ pub(super) fn check_grants_and_members(
                 continue;
             }
         };
+        if !user_anywhere(&m.user_id) {
+            ck.leave_out_member("project_member", mid);
+            continue;
+        }
         if ex.project_members.contains(&(m.project_id.clone(), m.user_id.clone())) {
             ck.skip("project_member", mid);
             continue;

@@ -192,12 +192,15 @@ impl Check<'_> {
         self.skipped.push(ImportItem::new(kind, id, "already exists; left as it is"));
     }
 
-    /// Leaves a membership out whose user is neither in the document nor on this instance,
-    /// rather than refusing the organization: the first owner of an organization created
-    /// through the API is its creator, usually a user of another organization, and exporting
-    /// the one organization would otherwise make a document no other instance imports.
+    /// Leaves a membership out whose user is not on this instance (nor a user of this
+    /// organization in the document), rather than refusing the organization: the first owner
+    /// of an organization created through the API is its creator, usually a user of another
+    /// organization, and exporting the one organization would otherwise make a document no
+    /// other instance imports. A user of an organization later in the same document is not
+    /// there yet either: importing the document again adds the membership.
     fn leave_out_member(&mut self, kind: &'static str, id: impl Into<String>) {
-        let why = "the user is neither in the document nor on this instance; the membership was left out";
+        let why = "the user is not on this instance (nor a user of this organization in the document); \
+                   the membership was left out: import again once the user is there to add it";
         self.skipped.push(ImportItem::new(kind, id, why));
     }
 

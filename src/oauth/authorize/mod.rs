@@ -212,13 +212,13 @@ async fn decide(
         (if sessions.is_empty() { Start::Login } else { Start::Select }, None)
     } else {
         match pick {
-            Some((s, u)) if fresh(s) && of_the_asked_org(state, c, params, u).await? => {
-                return complete(state, c, t, params, client, u.clone(), s).await;
-            }
             // A user of another organization than the request's organization scopes ask for:
             // the person signs in as someone of that one (with prompt=none the client is told
             // access_denied, as at the end of a sign-in).
-            Some((s, _)) if fresh(s) => (Start::Login, None),
+            Some((_, u)) if !of_the_asked_org(state, c, params, u).await? => (Start::Login, None),
+            Some((s, u)) if fresh(s) => {
+                return complete(state, c, t, params, client, u.clone(), s).await;
+            }
             // The session is too old for max_age, or lacks the second factor the login policy
             // asks for: its user authenticates again.
             Some((_, u)) => (Start::Login, Some(u.clone())),
