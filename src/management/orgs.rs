@@ -282,7 +282,9 @@ pub async fn set_primary_domain(
             return Err(ApiError::not_found("the organization has no such domain").with_id("ORG-DomainNotFound"));
         }
     }
-    org::set_primary_domain(&mut tx, &caller.org_id, &domain, now).await?;
+    if !org::set_primary_domain(&mut tx, &caller.org_id, &domain, now).await? {
+        return Err(ApiError::not_found("the organization has no such domain").with_id("ORG-DomainNotFound"));
+    }
     tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
 }

@@ -154,19 +154,23 @@ pub async fn domains(c: &mut Conn, org_id: &str) -> Result<Vec<OrgDomain>> {
     Ok(rows.into_iter().map(OrgDomain::from).collect())
 }
 
-/// Makes `domain` the primary domain of `org_id` (call inside a transaction).
-pub async fn set_primary_domain(c: &mut Conn, org_id: &str, domain: &str, now: i64) -> Result<()> {
+/// Makes `domain` the primary domain of `org_id` (call inside a transaction). The organization's
+/// row is written first: on PostgreSQL its lock makes a concurrent change of the primary domain
+/// wait until this one commits, and then see it (else both could unset the old primary only and
+/// the second set would break the one-primary index: a 409 for a valid request).
+/// False when the domain is gone (removed meanwhile): the caller rolls back.
+pub async fn set_primary_domain(c: &mut Conn, org_id: &str, domain: &str, now: i64) -> Result<bool> {
+    sqlx::query("UPDATE org SET changed_at = $1 WHERE org_id = $2").bind(now).bind(org_id).execute(&mut *c).await?;
     sqlx::query("UPDATE org_domain SET is_primary = 0 WHERE org_id = $1 AND is_primary = 1")
         .bind(org_id)
         .execute(&mut *c)
         .await?;
-    sqlx::query("UPDATE org_domain SET is_primary = 1 WHERE org_id = $1 AND domain = $2")
+    let r = sqlx::query("UPDATE org_domain SET is_primary = 1 WHERE org_id = $1 AND domain = $2")
         .bind(org_id)
         .bind(domain)
         .execute(&mut *c)
         .await?;
-    sqlx::query("UPDATE org SET changed_at = $1 WHERE org_id = $2").bind(now).bind(org_id).execute(&mut *c).await?;
-    Ok(())
+    Ok(r.rows_affected() == 1)
 }
 
 pub async fn remove_domain(c: &mut Conn, org_id: &str, domain: &str) -> Result<bool> {

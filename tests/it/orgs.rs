@@ -403,3 +403,26 @@ on_both!(deactivated_and_removed_organizations, |srv| {
     // The name is free again.
     srv.post("/management/v1/orgs", json!({"name": "Initech"})).await.ok();
 });
+
+// Changes of the primary domain at once (PostgreSQL runs them side by side): each is answered
+// 200, and the organization keeps exactly one primary domain.
+on_both!(concurrent_primary_domain_changes_all_succeed, |srv| {
+    for d in ["one.example", "two.example"] {
+        srv.post("/management/v1/orgs/me/domains", json!({"domain": d})).await.ok();
+    }
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let (base, pat) = (srv.base.clone(), srv.pat.clone());
+        let d = if i % 2 == 0 { "one.example" } else { "two.example" };
+        tasks.push(tokio::spawn(async move {
+            let url = format!("{base}/management/v1/orgs/me/domains/{d}/_set_primary");
+            reqwest::Client::new().post(url).bearer_auth(pat).send().await.unwrap().status().as_u16()
+        }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), 200);
+    }
+    let d = srv.post("/management/v1/orgs/me/domains/_search", json!({})).await;
+    let primaries = d.ok()["result"].as_array().unwrap().iter().filter(|d| d["isPrimary"] == true).count();
+    assert_eq!(primaries, 1, "{}", d.body);
+});
