@@ -27,6 +27,11 @@ pub const EVENT: &str = "http://schemas.openid.net/event/backchannel-logout";
 /// How long a logout token is valid.
 const LIFETIME: i64 = 120;
 
+/// Deliveries in flight at once, over all logouts of this replica.
+static AT_ONCE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(16);
+/// Applications notified of one logout at most (each costs a signature in the logout request).
+const MAX_PER_LOGOUT: usize = 100;
+
 /// Notes the application of a completed authorization in its session, when it wants to hear of
 /// the session's end.
 pub async fn note(c: &mut Conn, client: &client::OidcClient, s: &Session) -> Result<()> {
@@ -48,7 +53,13 @@ pub async fn notify(state: &AppState, c: &mut Conn, ended: &[Session]) -> Result
         return Ok(());
     }
     let now = state.clock.now();
-    for (sid, client_id) in pairs {
+    if pairs.len() > MAX_PER_LOGOUT {
+        tracing::warn!(
+            pairs = pairs.len(),
+            "back-channel logout: only the first {MAX_PER_LOGOUT} applications are notified"
+        );
+    }
+    for (sid, client_id) in pairs.into_iter().take(MAX_PER_LOGOUT) {
         let Some(user_id) = ended.iter().find(|s| s.session_id == sid).map(|s| s.user_id.clone()) else { continue };
         let Some(cl) = client::load(&state.cache, c, &client_id).await? else { continue };
         let uri = cl.config.back_channel_logout_uri.clone();
@@ -99,19 +110,26 @@ pub fn is_public(ip: IpAddr) -> bool {
                 || (a == 198 && (b == 18 || b == 19))
                 || a >= 240)
         }
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => is_public(IpAddr::V4(v4)),
-            None => {
-                let first = v6.segments()[0];
-                !(v6.is_loopback()
-                    || v6.is_unspecified()
-                    || v6.is_multicast()
-                    || v6.is_unique_local()
-                    || v6.is_unicast_link_local()
-                    || first == 0x2001 && v6.segments()[1] == 0x0db8
-                    || first == 0x0064 && v6.segments()[1] == 0xff9b)
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            // An IPv4 address inside: mapped (::ffff:a.b.c.d), the old IPv4-compatible form
+            // (::a.b.c.d, `::1` and `::` among them) and 6to4 (2002:aabb:ccdd::/48) count as
+            // that address.
+            if let Some(v4) = v6.to_ipv4() {
+                return is_public(IpAddr::V4(v4));
             }
-        },
+            if s[0] == 0x2002 {
+                let [a, b] = s[1].to_be_bytes();
+                let [c, d] = s[2].to_be_bytes();
+                return is_public(IpAddr::V4(std::net::Ipv4Addr::new(a, b, c, d)));
+            }
+            !(v6.is_multicast()
+                || v6.is_unique_local()
+                || v6.is_unicast_link_local()
+                || s[0] & 0xffc0 == 0xfec0 // site-local (deprecated, still routed by some)
+                || s[0] == 0x2001 && s[1] == 0x0db8
+                || s[0] == 0x0064 && s[1] == 0xff9b)
+        }
     }
 }
 
@@ -150,8 +168,12 @@ async fn deliver(uri: String, token: String, client_id: String, private_targets:
     let mut builder =
         reqwest::Client::builder().timeout(Duration::from_secs(5)).redirect(reqwest::redirect::Policy::none());
     if !private_targets {
-        builder = builder.dns_resolver(Arc::new(PublicOnly));
+        // No proxy from the environment (HTTP_PROXY, ...): it would resolve the name itself,
+        // past the check of the addresses.
+        builder = builder.dns_resolver(Arc::new(PublicOnly)).no_proxy();
     }
+    // A bounded number at once, whatever the logouts: each waits for a slot.
+    let Ok(_slot) = AT_ONCE.acquire().await else { return };
     let http = match builder.build() {
         Ok(h) => h,
         Err(e) => {
@@ -197,10 +219,17 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:10.0.0.1",
             "64:ff9b::a00:1",
+            "::127.0.0.1",
+            "::a9fe:a9fe",
+            "fec0::1",
+            "2002:7f00:1::1",
+            "2002:a9fe:a9fe::1",
         ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }
-        for public in ["8.8.8.8", "1.1.1.1", "100.128.0.1", "172.32.0.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
+        for public in
+            ["8.8.8.8", "1.1.1.1", "100.128.0.1", "172.32.0.1", "2606:4700::1111", "::ffff:8.8.8.8", "2002:808:808::1"]
+        {
             assert!(is_public(public.parse().unwrap()), "{public}");
         }
     }
