@@ -95,11 +95,16 @@ pub fn domain(req: &str, field: &str, value: &str) -> Check {
     Ok(())
 }
 
-/// An absolute URI without a fragment (RFC 6749 3.1.2).
+/// An absolute URI without a fragment (RFC 6749 3.1.2), of no scheme that runs or carries
+/// content in a browser (`javascript:`, `data:`, `vbscript:`: a redirect there would be script
+/// on whatever page followed it; RFC 9700 4.1).
 pub fn redirect_uri(req: &str, field: &str, value: &str) -> Check {
     length(req, field, value, 1, 2000)?;
     match Url::parse(value) {
         Ok(u) if u.fragment().is_some() => Err(invalid(req, field, "a redirect URI must not contain a fragment")),
+        Ok(u) if matches!(u.scheme(), "javascript" | "data" | "vbscript") => {
+            Err(invalid(req, field, format!("a redirect URI must not use the scheme '{}'", u.scheme())))
+        }
         Ok(_) => Ok(()),
         Err(_) => Err(invalid(req, field, format!("'{value}' is not an absolute URI"))),
     }
@@ -179,6 +184,9 @@ mod tests {
         assert!(redirect_uri("R", "u", "com.example.app:/callback").is_ok());
         assert!(redirect_uri("R", "u", "https://app.example.com/cb#frag").is_err());
         assert!(redirect_uri("R", "u", "/relative").is_err());
+        for script in ["javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,x", "vbscript:x"] {
+            assert!(redirect_uri("R", "u", script).is_err(), "{script}");
+        }
         assert!(origin("R", "o", "https://app.example.com").is_ok());
         assert!(origin("R", "o", "http://localhost:3000").is_ok());
         assert!(origin("R", "o", "https://app.example.com/").is_err());

@@ -307,6 +307,12 @@ async fn regenerate_secret(
     caller.require(Permission::AppWrite)?;
     let now = state.clock.now();
     let mut tx = state.db.begin().await?;
+    load_app(&mut tx, caller, project_id, app_id).await?;
+    // Written first, then checked: the write holds the application's row (on PostgreSQL a
+    // change of its auth method waits, or has committed and is read now), so no secret is
+    // stored for a method that takes none (it would count again once the method took one).
+    let client_secret = secret::new_secret();
+    app::set_secret(&mut tx, app_id, Some(secret::digest(&client_secret)), now).await?;
     let a = load_app(&mut tx, caller, project_id, app_id).await?;
     let allowed = match a.kind {
         AppKind::Oidc { auth_method, .. } => needs_secret(auth_method),
@@ -316,8 +322,6 @@ async fn regenerate_secret(
         return Err(ApiError::precondition("the application does not authenticate with a client secret")
             .with_id("APP-NoSecret"));
     }
-    let client_secret = secret::new_secret();
-    app::set_secret(&mut tx, app_id, Some(secret::digest(&client_secret)), now).await?;
     tx.commit().await?;
     Ok(Json(SecretResponse { client_secret, details: Details::changed(now, &a.org_id) }))
 }

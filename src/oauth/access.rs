@@ -98,7 +98,7 @@ pub async fn resolve(state: &AppState, c: &mut impl Source, token: &str) -> Resu
     if revoked || !u.is_active() || (!is_pat && claims.iat < u.tokens_valid_from) {
         return Ok(None);
     }
-    if !actor_still_acts(c, claims.act.as_ref(), claims.iat, &u.org_id).await? {
+    if !actor_still_acts(c, claims.act.as_ref(), claims.iat, &u).await? {
         return Ok(None);
     }
     Ok(Some(Access { claims, user: u, is_pat }))
@@ -128,20 +128,25 @@ pub async fn may_impersonate(c: &mut Conn, actor_id: &str, org_id: &str) -> Resu
 }
 
 /// Whether what an impersonation issued (`act` names the actor) still stands: the security
-/// policy still allows impersonation, the actor still may impersonate users of `subject_org`
-/// (the subject's organization), and no actor, nested ones too (an impersonation by someone who
-/// was being impersonated), was locked, deactivated or cut off after `issued_at`, as that ends
-/// the actor's own tokens. Anything without `act` stands.
+/// policy still allows impersonation, the actor still may impersonate users of the subject's
+/// organization, the subject is still an end user (no membership anywhere: one given since
+/// would carry its powers to the actor, as an exchange for an administrator would), and no
+/// actor, nested ones too (an impersonation by someone who was being impersonated), was
+/// locked, deactivated or cut off after `issued_at`, as that ends the actor's own tokens.
+/// Anything without `act` stands.
 pub async fn actor_still_acts(
     c: &mut impl Source,
     act: Option<&serde_json::Value>,
     issued_at: i64,
-    subject_org: &str,
+    subject: &User,
 ) -> Result<bool> {
     let Some(first) = act.filter(|a| !a.is_null()) else { return Ok(true) };
     let Some(actor_id) = first.get("sub").and_then(|s| s.as_str()) else { return Ok(false) };
     let policy = setting::load::<SecurityPolicy>(c.conn().await?, setting::INSTANCE).await?.value;
-    if !policy.enable_impersonation || !may_impersonate(c.conn().await?, actor_id, subject_org).await? {
+    if !policy.enable_impersonation || !may_impersonate(c.conn().await?, actor_id, &subject.org_id).await? {
+        return Ok(false);
+    }
+    if member::held(c.conn().await?, &subject.user_id).await?.any() {
         return Ok(false);
     }
     let mut next = Some(first);

@@ -287,6 +287,8 @@ on_both!(oidc_applications, |srv| {
         json!({"name": "", "redirectUris": ["https://a.example/cb"]}),
         json!({"name": "x", "redirectUris": ["https://a.example/cb#frag"]}),
         json!({"name": "x", "redirectUris": ["not a uri"]}),
+        json!({"name": "x", "appType": "OIDC_APP_TYPE_NATIVE", "redirectUris": ["javascript:alert(document.domain)"]}),
+        json!({"name": "x", "postLogoutRedirectUris": ["data:text/html,<script>alert(1)</script>"]}),
         json!({"name": "x", "responseTypes": ["OIDC_RESPONSE_TYPE_ID_TOKEN"], "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE"]}),
         json!({"name": "x", "clockSkew": "6s"}),
         json!({"name": "x", "clockSkew": "soon"}),

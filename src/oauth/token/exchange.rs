@@ -159,7 +159,7 @@ async fn read_token(state: &AppState, c: &mut Conn, token: &str, kind: &str, rol
                 Some((u, false))
                     if u.is_active()
                         && claims.iat >= u.tokens_valid_from
-                        && access::actor_still_acts(c, claims.act.as_ref(), claims.iat, &u.org_id).await? =>
+                        && access::actor_still_acts(c, claims.act.as_ref(), claims.iat, &u).await? =>
                 {
                     u
                 }

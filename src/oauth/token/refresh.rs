@@ -95,8 +95,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         return Err(OAuthError::invalid_grant("the user is not active"));
     }
     let granted = data.granted_at.or(data.auth_time).unwrap_or(row.created_at);
-    if granted < u.tokens_valid_from || !access::actor_still_acts(&mut c, data.act.as_ref(), granted, &u.org_id).await?
-    {
+    if granted < u.tokens_valid_from || !access::actor_still_acts(&mut c, data.act.as_ref(), granted, &u).await? {
         return Err(OAuthError::invalid_grant("the refresh token is revoked"));
     }
     let subject =
