@@ -282,8 +282,9 @@ pub async fn update_oidc_config(
         return Err(ApiError::precondition("the configuration is unchanged").with_id("APP-NotChanged"));
     }
     app::update_kind(&mut tx, &app_id, &AppKind::Oidc { auth_method: auth, config }, now).await?;
-    if !needs_secret(auth) && a.secret_digest.is_some() {
-        // A public or key-authenticated client must not keep a usable secret.
+    if !needs_secret(auth) {
+        // A public or key-authenticated client must not keep a usable secret: cleared whatever
+        // was read above (a secret generated meanwhile is written before this, on PostgreSQL).
         app::set_secret(&mut tx, &app_id, None, now).await?;
     }
     tx.commit().await?;

@@ -304,7 +304,10 @@ pub async fn remove_domain(
             Err(ApiError::precondition("the primary domain cannot be removed").with_id("ORG-PrimaryDomain"))
         }
         Some(d) if d.org_id == caller.org_id => {
-            org::remove_domain(&mut c, &caller.org_id, &domain).await?;
+            // Removed only while not primary: it may have become so meanwhile.
+            if !org::remove_domain(&mut c, &caller.org_id, &domain).await? {
+                return Err(ApiError::precondition("the primary domain cannot be removed").with_id("ORG-PrimaryDomain"));
+            }
             Ok(Json(DetailsResponse { details: Details::changed(now, &caller.org_id) }))
         }
         _ => Err(ApiError::not_found("the organization has no such domain").with_id("ORG-DomainNotFound")),

@@ -149,6 +149,12 @@ pub async fn actor_still_acts(
     if member::held(c.conn().await?, &subject.user_id).await?.any() {
         return Ok(false);
     }
+    // A nested act (an earlier version issued them: someone being impersonated became an
+    // impersonator and acted with that token) counts no more: its middle user would need an
+    // impersonator role, and a user holding any role ends what an impersonation of him issued.
+    if first.get("act").is_some_and(|n| !n.is_null()) {
+        return Ok(false);
+    }
     let mut next = Some(first);
     for _ in 0..ACT_DEPTH {
         let Some(a) = next.filter(|a| !a.is_null()) else { return Ok(true) };

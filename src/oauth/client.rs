@@ -47,6 +47,10 @@ fn is_loopback(host: &str) -> bool {
 /// development mode may vary the port of a loopback URI; development mode also lets a loopback
 /// URI use http instead of https.
 pub fn uri_allowed(registered: &[String], requested: &str, app_type: OidcAppType, dev_mode: bool) -> bool {
+    // Never a scheme that runs script, even one registered before registration refused it.
+    if Url::parse(requested).is_ok_and(|u| matches!(u.scheme(), "javascript" | "data" | "vbscript")) {
+        return false;
+    }
     if registered.iter().any(|r| r == requested) {
         return true;
     }
@@ -83,6 +87,14 @@ impl OidcClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_script_scheme_is_never_a_target() {
+        // Registered before registration refused such schemes: still never redirected to.
+        for uri in ["javascript:alert(document.domain)", "data:text/html,x", "vbscript:x"] {
+            assert!(!uri_allowed(&[uri.to_string()], uri, OidcAppType::Native, true), "{uri}");
+        }
+    }
 
     #[test]
     fn exact_matching() {

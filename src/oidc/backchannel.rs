@@ -172,8 +172,16 @@ async fn deliver(uri: String, token: String, client_id: String, private_targets:
         // past the check of the addresses.
         builder = builder.dns_resolver(Arc::new(PublicOnly)).no_proxy();
     }
-    // A bounded number at once, whatever the logouts: each waits for a slot.
-    let Ok(_slot) = AT_ONCE.acquire().await else { return };
+    // A bounded number at once, whatever the logouts: each waits for a slot, but not past half
+    // its token's life (slow applications of one organization do not make everyone's tokens
+    // arrive expired).
+    let _slot = match tokio::time::timeout(Duration::from_secs(LIFETIME as u64 / 2), AT_ONCE.acquire()).await {
+        Ok(Ok(slot)) => slot,
+        _ => {
+            tracing::warn!(client_id, "back-channel logout not sent: too many deliveries waiting");
+            return;
+        }
+    };
     let http = match builder.build() {
         Ok(h) => h,
         Err(e) => {

@@ -570,6 +570,45 @@ on_both!(an_impersonation_ends_when_its_subject_becomes_an_administrator, |srv| 
     token(srv, Some((&imp.client_id, &imp.secret)), &form).await.err(400, "invalid_grant");
 });
 
+on_both!(a_nested_impersonation_counts_no_more, |srv| {
+    // A token of an earlier version that nested impersonations (carol, impersonated by bob,
+    // who was impersonated by alice, bob holding the impersonator role for it): bob, a user
+    // with a role, cannot have been impersonated, so the token counts no more; else alice
+    // would act with bob's role.
+    let imp = alice_impersonates_bob(srv).await;
+    let carol = human(srv, "carol", "Carol-pass-1").await;
+    let now = latch::clock::Clock::now(&*srv.clock);
+    let claims = latch::oauth::issue::AccessClaims {
+        iss: srv.base.clone(),
+        sub: carol,
+        aud: vec![imp.client_id.clone()],
+        exp: now + 600,
+        iat: now,
+        nbf: now,
+        jti: latch::crypto::secret::random_id(),
+        client_id: imp.client_id.clone(),
+        scope: "openid".into(),
+        sid: None,
+        gid: None,
+        auth_time: None,
+        amr: None,
+        act: Some(json!({"iss": srv.base, "sub": imp.bob, "act": {"iss": srv.base, "sub": imp.alice}})),
+        extra: Default::default(),
+    };
+    let nested = srv.state.tokens.sign(Some("at+jwt"), &claims).unwrap();
+    let role = json!({"userId": imp.bob, "roles": ["ORG_END_USER_IMPERSONATOR"]});
+    srv.post("/management/v1/orgs/me/members", role).await.ok();
+    assert_eq!(userinfo_status(srv, nested).await, 401);
+    // The same token without the nesting (bob's own impersonation of carol) counts.
+    let single = latch::oauth::issue::AccessClaims {
+        act: Some(json!({"iss": srv.base, "sub": imp.bob})),
+        jti: latch::crypto::secret::random_id(),
+        ..claims
+    };
+    let single = srv.state.tokens.sign(Some("at+jwt"), &single).unwrap();
+    assert_eq!(userinfo_status(srv, single).await, 200);
+});
+
 on_both!(an_impersonation_carries_the_actors_authentication, |srv| {
     // alice signs in, then bob, later; alice impersonates bob with his own access token as
     // the subject: the tokens tell how and when alice signed in (RFC 8693, as in ZITADEL), not
