@@ -104,21 +104,6 @@ pub async fn resolve(state: &AppState, c: &mut impl Source, token: &str) -> Resu
     Ok(Some(Access { claims, user: u, is_pat }))
 }
 
-/// The deepest nesting of `act` that counts (token exchange issues none deeper); a deeper
-/// chain stands for none.
-pub const ACT_DEPTH: usize = 8;
-
-/// How many actors an `act` chain names.
-pub fn act_depth(act: &serde_json::Value) -> usize {
-    let mut depth = 0;
-    let mut next = Some(act);
-    while let Some(a) = next.filter(|a| !a.is_null()) {
-        depth += 1;
-        next = a.get("act");
-    }
-    depth
-}
-
 /// Whether `actor_id` may impersonate users of `org_id`: an impersonator role of the instance or
 /// of that organization (the owners' roles hold it too, as in ZITADEL).
 pub async fn may_impersonate(c: &mut Conn, actor_id: &str, org_id: &str) -> Result<bool> {
@@ -130,9 +115,11 @@ pub async fn may_impersonate(c: &mut Conn, actor_id: &str, org_id: &str) -> Resu
 /// Whether what an impersonation issued (`act` names the actor) still stands: the security
 /// policy still allows impersonation, the actor still may impersonate users of the subject's
 /// organization, the subject is still an end user (no membership anywhere: one given since
-/// would carry its powers to the actor, as an exchange for an administrator would), and no
-/// actor, nested ones too (an impersonation by someone who was being impersonated), was
-/// locked, deactivated or cut off after `issued_at`, as that ends the actor's own tokens.
+/// would carry its powers to the actor, as an exchange for an administrator would), and the
+/// actor was not locked, deactivated or cut off after `issued_at`, as that ends the actor's own
+/// tokens. A nested `act` (an earlier version issued them: someone being impersonated became an
+/// impersonator and acted with that token) stands for nothing: its middle user would need an
+/// impersonator role, and a user holding any role ends what an impersonation of him issued.
 /// Anything without `act` stands.
 pub async fn actor_still_acts(
     c: &mut impl Source,
@@ -140,8 +127,11 @@ pub async fn actor_still_acts(
     issued_at: i64,
     subject: &User,
 ) -> Result<bool> {
-    let Some(first) = act.filter(|a| !a.is_null()) else { return Ok(true) };
-    let Some(actor_id) = first.get("sub").and_then(|s| s.as_str()) else { return Ok(false) };
+    let Some(act) = act.filter(|a| !a.is_null()) else { return Ok(true) };
+    let Some(actor_id) = act.get("sub").and_then(|s| s.as_str()) else { return Ok(false) };
+    if act.get("act").is_some_and(|n| !n.is_null()) {
+        return Ok(false);
+    }
     let policy = setting::load::<SecurityPolicy>(c.conn().await?, setting::INSTANCE).await?.value;
     if !policy.enable_impersonation || !may_impersonate(c.conn().await?, actor_id, &subject.org_id).await? {
         return Ok(false);
@@ -149,23 +139,8 @@ pub async fn actor_still_acts(
     if member::held(c.conn().await?, &subject.user_id).await?.any() {
         return Ok(false);
     }
-    // A nested act (an earlier version issued them: someone being impersonated became an
-    // impersonator and acted with that token) counts no more: its middle user would need an
-    // impersonator role, and a user holding any role ends what an impersonation of him issued.
-    if first.get("act").is_some_and(|n| !n.is_null()) {
-        return Ok(false);
-    }
-    let mut next = Some(first);
-    for _ in 0..ACT_DEPTH {
-        let Some(a) = next.filter(|a| !a.is_null()) else { return Ok(true) };
-        let Some(actor_id) = a.get("sub").and_then(|s| s.as_str()) else { return Ok(false) };
-        // Read fresh, not from the replica's cache: what is issued from this check (a refresh
-        // of the impersonation) must not outlive a cut-off another replica just wrote.
-        let acts = user::get(c.conn().await?, actor_id).await?;
-        if !acts.is_some_and(|u| u.is_active() && issued_at >= u.tokens_valid_from) {
-            return Ok(false);
-        }
-        next = a.get("act");
-    }
-    Ok(next.is_none_or(|a| a.is_null()))
+    // Read fresh, not from the replica's cache: what is issued from this check (a refresh of
+    // the impersonation) must not outlive a cut-off another replica just wrote.
+    let actor = user::get(c.conn().await?, actor_id).await?;
+    Ok(actor.is_some_and(|u| u.is_active() && issued_at >= u.tokens_valid_from))
 }
