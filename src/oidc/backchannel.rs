@@ -61,7 +61,15 @@ pub async fn notify(state: &AppState, c: &mut Conn, ended: &[Session]) -> Result
     }
     for (sid, client_id) in pairs.into_iter().take(MAX_PER_LOGOUT) {
         let Some(user_id) = ended.iter().find(|s| s.session_id == sid).map(|s| s.user_id.clone()) else { continue };
-        let Some(cl) = client::load(&state.cache, c, &client_id).await? else { continue };
+        // A store error for one application loses only its notification, not the others'.
+        let cl = match client::load(&state.cache, c, &client_id).await {
+            Ok(Some(cl)) => cl,
+            Ok(None) => continue,
+            Err(e) => {
+                tracing::warn!(error = %e, client_id, "back-channel logout not sent: the application could not be read");
+                continue;
+            }
+        };
         let uri = cl.config.back_channel_logout_uri.clone();
         // https only, http in dev mode (as registration requires; a URI stored before that rule
         // is not posted to).
