@@ -111,8 +111,9 @@ async fn start_latch(url: &str) -> (LatchProcess, tempfile::TempDir, String) {
     (p, dir, pat)
 }
 
-/// Signs alice in through the login pages of `base` and returns (code, PKCE verifier).
-async fn code_for(base: &str, client_id: &str) -> (String, String) {
+/// Signs alice in through the login pages of `base` (scope `openid offline_access`) and returns
+/// (code, PKCE verifier).
+pub(crate) async fn code_for(base: &str, client_id: &str) -> (String, String) {
     let browser = Browser::at(base);
     let (verifier, challenge) = pkce();
     let q = form_urlencoded::Serializer::new(String::new())

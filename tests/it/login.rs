@@ -26,6 +26,15 @@ pub async fn start(srv: &TestServer, b: &Browser, extra: &[(&str, &str)]) -> (St
     (id.expect("a login page"), page)
 }
 
+/// fred, with the password `Fred-Passw0rd` (no change required) and an unverified address.
+async fn fred_unverified(srv: &TestServer) -> String {
+    let body = json!({"userName": "fred", "profile": {"firstName": "Fred", "lastName": "F"}, "email": {"email": "fred@example.com"}});
+    let fred = srv.post("/management/v1/users/human", body).await.ok()["userId"].as_str().unwrap().to_string();
+    let password = json!({"password": "Fred-Passw0rd", "noChangeRequired": true});
+    srv.post(&format!("/management/v1/users/{fred}/password"), password).await.ok();
+    fred
+}
+
 /// The newest message in the outbox for `to`, and the code in it; waits up to 5 s for one (an
 /// initial-password code is stored and mailed after the answer).
 async fn outbox_code(srv: &TestServer, to: &str) -> String {
@@ -374,16 +383,7 @@ on_both!(a_sign_in_left_half_way_ends_with_the_users_cut_off, |srv| {
 
     // Stopped at the e-mail verification, which could be put off: a lock and an unlock since
     // end that sign-in too.
-    let r = srv
-        .post("/management/v1/users/human", json!({"userName": "fred", "profile": {"firstName": "Fred", "lastName": "F"}, "email": {"email": "fred@example.com"}}))
-        .await;
-    let fred = r.ok()["userId"].as_str().unwrap().to_string();
-    srv.post(
-        &format!("/management/v1/users/{fred}/password"),
-        json!({"password": "Fred-Passw0rd", "noChangeRequired": true}),
-    )
-    .await
-    .ok();
+    let fred = fred_unverified(srv).await;
     let b = Browser::new(srv);
     let (id, page) = start(srv, &b, &[]).await;
     let verify = b.sign_in(&id, &page, "fred", "Fred-Passw0rd").await;
@@ -483,16 +483,7 @@ on_both!(registration_with_email_verification, |srv| {
 
 on_both!(unverified_email_can_be_skipped_and_initial_password_by_code, |srv| {
     // An unverified address: the verification page, which may be put off.
-    let r = srv
-        .post("/management/v1/users/human", json!({"userName": "fred", "profile": {"firstName": "Fred", "lastName": "F"}, "email": {"email": "fred@example.com"}}))
-        .await;
-    let fred = r.ok()["userId"].as_str().unwrap().to_string();
-    srv.post(
-        &format!("/management/v1/users/{fred}/password"),
-        json!({"password": "Fred-Passw0rd", "noChangeRequired": true}),
-    )
-    .await
-    .ok();
+    fred_unverified(srv).await;
     let b = Browser::new(srv);
     let (id, page) = start(srv, &b, &[]).await;
     // Codes only for the step the flow is at: none for an initial password when the user has

@@ -277,7 +277,7 @@ async fn two_replicas_share_one_store() {
 
     // A lengthens the access tokens' life while B holds the lifetimes it read: a revocation B
     // writes then (here: a reused refresh token) is kept as long as the new tokens live.
-    let tokens = code_flow(&b, &client_id, &secret, "openid offline_access").await;
+    let tokens = code_flow(&b, &client_id, &secret).await;
     let rt1 = tokens["refresh_token"].as_str().unwrap().to_string();
     let refresh = |rt: String| {
         let (b, client_id, secret) = (b.clone(), client_id.clone(), secret.clone());
@@ -324,31 +324,10 @@ async fn wait_for_millisecond(ms: u32) {
     tokio::time::sleep(std::time::Duration::from_millis(u64::from(wait))).await;
 }
 
-/// A sign-in on `base` through the login pages and the code's exchange: the token response.
-async fn code_flow(base: &str, client_id: &str, secret: &str, scope: &str) -> serde_json::Value {
-    let browser = Browser::at(base);
-    let (verifier, challenge) = pkce();
-    let q = form_urlencoded::Serializer::new(String::new())
-        .extend_pairs([
-            ("client_id", client_id),
-            ("redirect_uri", CB),
-            ("response_type", "code"),
-            ("scope", scope),
-            ("code_challenge", challenge.as_str()),
-            ("code_challenge_method", "S256"),
-        ])
-        .finish();
-    let first = browser.get(&format!("{base}/oauth/v2/authorize?{q}")).await;
-    let login = first.location().to_string();
-    let id = Browser::request_id(&login);
-    let page = browser.get(&format!("{base}{login}")).await;
-    let pw = browser
-        .post(&format!("{base}/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "alice")])
-        .await;
-    let done = browser
-        .post(&format!("{base}/ui/login/{id}/password"), &[("csrf", &pw.csrf()), ("password", "Wonder-land1")])
-        .await;
-    let code = param(&done.redirect_params(), "code").unwrap().to_string();
+/// A sign-in of alice on `base` (`openid offline_access`) and the code's exchange: the token
+/// response.
+async fn code_flow(base: &str, client_id: &str, secret: &str) -> serde_json::Value {
+    let (code, verifier) = crate::faults::code_for(base, client_id).await;
     let (s, t) = post_form(
         &format!("{base}/oauth/v2/token"),
         (client_id, secret),
