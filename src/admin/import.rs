@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use super::data::{Document, GcsTarget};
 use super::export::{deadline_error, timeout};
 use super::gcs;
-use super::import_org::{self, Index, Outcome, Target};
+use super::import_org::{self, Index, Ledger, Outcome, Target};
 use crate::api::error::ApiResult;
 use crate::api::json::read_limited;
 use crate::api::types::is_false;
@@ -166,7 +166,7 @@ pub async fn import(
         None => None,
     };
     let dry_run = req.dry_run;
-    let mut progress = Progress::default();
+    let ledger = Ledger::default();
     let work = async {
         let doc = match (req.data_orgs, req.data_orgsv1, bucket) {
             (Some(doc), _, _) => doc,
@@ -174,38 +174,32 @@ pub async fn import(
             (_, _, Some(b)) => parse_document("data_orgsv1_gcs", &b.download().await?)?,
             _ => unreachable!("exactly one source was checked above"),
         };
-        run(&state, doc, dry_run, &mut progress).await
+        run(&state, doc, dry_run, &ledger).await
     };
     let finished = tokio::time::timeout(limit, work).await;
+    // Cut short, the import may leave a commit in flight: what it committed is known once that
+    // commit has ended.
+    let done = ledger.settle().await;
     // The users of every organization committed get their messages, whatever came after.
-    if !progress.notify.is_empty() {
-        tokio::spawn(send_messages(state.clone(), std::mem::take(&mut progress.notify)));
+    if !done.notify.is_empty() {
+        tokio::spawn(send_messages(state.clone(), done.notify));
     }
     match finished {
         Ok(report) => Ok(Json(report?)),
         Err(_) => {
             let mut e = deadline_error("import");
-            e.message = if progress.done.is_empty() {
+            e.message = if done.orgs.is_empty() {
                 format!("{}; no organization was imported", e.message)
             } else {
                 format!(
-                    "{}; these organizations were imported before it: {} (the one in progress was rolled back)",
+                    "{}; these organizations were imported before it: {} (one still in progress was rolled back)",
                     e.message,
-                    progress.done.join(", ")
+                    done.orgs.join(", ")
                 )
             };
             Err(e)
         }
     }
-}
-
-/// What an import has done so far, for an answer cut short.
-#[derive(Default)]
-struct Progress {
-    /// The organizations imported (committed, or checked and written in a dry run).
-    done: Vec<String>,
-    /// The users who get a message (SPEC.md 4.11): those of committed organizations.
-    notify: Vec<String>,
 }
 
 fn json_error(field: &str, e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
@@ -290,20 +284,20 @@ pub fn check_offline(body: &[u8], now: i64) -> ApiResult<Vec<ImportItem>> {
 /// unavailable) in one organization stops the import there; when organizations before it were
 /// imported the answer is still the report, with that error and the organizations not
 /// attempted under `errors`, since what was committed stays.
-async fn run(state: &AppState, doc: Document, dry_run: bool, progress: &mut Progress) -> ApiResult<ImportResponse> {
+async fn run(state: &AppState, doc: Document, dry_run: bool, ledger: &Ledger) -> ApiResult<ImportResponse> {
     let mut report = ImportResponse { dry_run, ..ImportResponse::default() };
     let duplicates = duplicates(&doc);
     let mut index = {
         let mut c = state.db.conn().await?;
         Index::load(&mut c).await?
     };
-    let mut target = if dry_run { Target::DryRun(None) } else { Target::Commit };
+    let mut target = Target::new(dry_run, ledger.clone());
     let mut orgs = doc.orgs.into_iter().enumerate();
     while let Some((i, org)) = orgs.next() {
         let org_id = org.org_id.trim().to_string();
         let outcome = match import_org::import(state, i, org, &mut index, &duplicates, &mut target).await {
             Ok(o) => o,
-            Err(e) if !progress.done.is_empty() => {
+            Err(e) if ledger.any() => {
                 let note = "the import stopped here: the organizations before it were imported, those after it were not attempted";
                 report.errors.push(ImportItem::new(
                     "org",
@@ -319,16 +313,10 @@ async fn run(state: &AppState, doc: Document, dry_run: bool, progress: &mut Prog
             }
             Err(e) => return Err(e),
         };
-        let Outcome { success, errors, skipped, notify } = outcome;
+        let Outcome { success, errors, skipped } = outcome;
         report.errors.extend(errors);
         report.skipped.extend(skipped);
-        if let Some(s) = success {
-            progress.done.push(s.org_id.clone());
-            report.success.orgs.push(s);
-            if !dry_run {
-                progress.notify.extend(notify);
-            }
-        }
+        report.success.orgs.extend(success);
     }
     target.finish().await?;
     Ok(report)

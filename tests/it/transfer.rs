@@ -910,6 +910,41 @@ async fn the_timeout_bounds_the_call() {
     srv.stop().await;
 }
 
+/// The import's deadline passing while an organization commits (here a deferred trigger makes
+/// PostgreSQL's COMMIT take 3 s, past the 1 s timeout): the commit ends, and the answer, still
+/// a deadline error, names the organization as imported; its user gets the message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_cut_short_while_committing_reports_the_commit() {
+    let srv = TestServer::start(Backend::Postgres).await;
+    let mut c = srv.state.db.conn().await.unwrap();
+    for sql in [
+        "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         PERFORM pg_sleep(3); RETURN NULL; END $$",
+        "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON org DEFERRABLE INITIALLY DEFERRED \
+         FOR EACH ROW EXECUTE FUNCTION slow_commit()",
+    ] {
+        sqlx::query(sql).execute(&mut *c).await.unwrap();
+    }
+    drop(c);
+    let doc = json!({"orgs": [
+        {"orgId": "o-1", "org": {"name": "One"}, "humanUsers": [{"userId": "u-1", "user": record("one", None, true)}]},
+    ]});
+    let r = srv.post("/admin/v1/import", json!({"dataOrgs": doc, "timeout": "1s"})).await;
+    let message = r.err(504, 4);
+    assert!(message.contains("imported before it: o-1"), "{message}");
+    srv.get("/admin/v1/orgs/o-1").await.ok();
+    let mut sent = false;
+    for _ in 0..100 {
+        sent = !srv.outbox_to("one@acme.test").is_empty();
+        if sent {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(sent, "the committed organization's user was sent a code");
+    srv.stop().await;
+}
+
 on_both!(imported_org_ids_of_any_characters_get_a_domain, |srv| {
     // Both names make the slug "org": the second organization's domain takes the end of its id,
     // here multi-byte characters.

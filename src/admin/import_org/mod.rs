@@ -34,7 +34,7 @@ mod write;
 
 use grants::check_grants_and_members;
 use users::{check_machines, check_users, human_slot};
-pub use write::Target;
+pub use write::{Ledger, Target};
 
 const MAX_ERRORS: usize = 100;
 
@@ -106,8 +106,6 @@ pub struct Outcome {
     pub success: Option<SuccessOrg>,
     pub errors: Vec<ImportItem>,
     pub skipped: Vec<ImportItem>,
-    /// Users who get a message (SPEC.md 4.11) once the import is committed.
-    pub notify: Vec<String>,
 }
 
 /// What the target already has of the organization.
@@ -256,7 +254,7 @@ pub async fn import(
         return Ok(Outcome { errors: ck.errors, ..Outcome::default() });
     }
     let Check { skipped, .. } = ck;
-    let generated = match target.apply(state, &org_id, &plan, now).await? {
+    let generated = match target.apply(state, &org_id, &plan, now, notify).await? {
         Ok(generated) => generated,
         Err(e) => {
             let message = format!("{} (organization {org_id} was not imported)", e.message);
@@ -264,7 +262,7 @@ pub async fn import(
         }
     };
     index.add(&plan, &org_id, generated);
-    Ok(Outcome { success: Some(ok), errors: Vec::new(), skipped, notify })
+    Ok(Outcome { success: Some(ok), errors: Vec::new(), skipped })
 }
 
 /// Every check of [`import`] for one organization as if the instance were empty, without the

@@ -2,17 +2,61 @@
 //! dry run, in a savepoint of the one transaction the whole document is written in and that is
 //! rolled back at the end.
 
+use std::sync::{Arc, Mutex};
+
 use super::*;
 use crate::store::Tx;
+
+/// What an import has done, kept outside the import's future: when the import's deadline
+/// cancels it, its handler still learns every organization committed, including one whose
+/// commit had begun (a commit runs to its end in a task of its own, and [`Ledger::settle`]
+/// waits for it).
+#[derive(Clone, Default)]
+pub struct Ledger(Arc<LedgerInner>);
+
+#[derive(Default)]
+struct LedgerInner {
+    done: Mutex<Done>,
+    /// Held by a commit in flight.
+    commit: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// The organizations an import wrote, and the users who get a message (SPEC.md 4.11).
+#[derive(Default)]
+pub struct Done {
+    /// Committed, or, in a dry run, checked and written.
+    pub orgs: Vec<String>,
+    /// The users of committed organizations.
+    pub notify: Vec<String>,
+}
+
+impl Ledger {
+    fn record(&self, org_id: &str, notify: Vec<String>) {
+        let mut done = self.0.done.lock().unwrap_or_else(|e| e.into_inner());
+        done.orgs.push(org_id.to_string());
+        done.notify.extend(notify);
+    }
+
+    /// Whether an organization was written.
+    pub fn any(&self) -> bool {
+        !self.0.done.lock().unwrap_or_else(|e| e.into_inner()).orgs.is_empty()
+    }
+
+    /// Waits for a commit in flight to end, then answers what was written.
+    pub async fn settle(&self) -> Done {
+        let _in_flight = self.0.commit.lock().await;
+        std::mem::take(&mut *self.0.done.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
 
 /// Where the organizations of an import are written.
 pub enum Target {
     /// Each in its own transaction, committed.
-    Commit,
+    Commit(Ledger),
     /// Each in a savepoint of one transaction, begun at the first write and rolled back by
     /// [`Target::finish`]: every organization sees what the ones before it wrote, as in a real
     /// import, so the report is the same.
-    DryRun(Option<Tx>),
+    DryRun(Option<Tx>, Ledger),
 }
 
 impl Target {
@@ -20,36 +64,51 @@ impl Target {
     /// dry run, the transaction that holds what the organizations before it wrote.
     pub(super) fn reads(&mut self) -> Option<&mut Conn> {
         match self {
-            Target::DryRun(Some(tx)) => Some(&mut **tx),
+            Target::DryRun(Some(tx), _) => Some(&mut **tx),
             _ => None,
         }
     }
 
-    /// Writes one organization's plan; `Ok(Ok(domain))` names the domain generated for a new
-    /// organization that brought no primary one. `Ok(Err(e))`: refused as a whole (a conflict
-    /// found on writing), nothing of it kept; `Err(e)`: an internal or unavailable store, which stops the import.
+    /// Writes one organization's plan and records it in the ledger, with the users to notify
+    /// once committed; `Ok(Ok(domain))` names the domain generated for a new organization that
+    /// brought no primary one. `Ok(Err(e))`: refused as a whole (a conflict found on writing),
+    /// nothing of it kept; `Err(e)`: an internal or unavailable store, which stops the import.
     pub(super) async fn apply(
         &mut self,
         state: &AppState,
         org_id: &str,
         plan: &Plan,
         now: i64,
+        notify: Vec<String>,
     ) -> ApiResult<Result<Option<String>, ApiError>> {
         // A store that failed or is unavailable stops the import; a conflict refuses one org.
         let stops = |e: &ApiError| matches!(e.code, Code::Internal | Code::Unavailable);
         let generated = match self {
-            Target::Commit => {
+            Target::Commit(ledger) => {
                 let mut tx = state.db.begin().await?;
                 match write(state, &mut tx, org_id, plan, now).await {
                     Ok(generated) => {
-                        tx.commit().await.map_err(StoreError::from)?;
+                        // Cancelled while committing, the import would not know whether the
+                        // organization is in: the commit goes on in its own task, which records it.
+                        let in_flight = ledger.0.commit.clone().lock_owned().await;
+                        let (ledger, org_id) = (ledger.clone(), org_id.to_string());
+                        let commit = tokio::spawn(async move {
+                            let _in_flight = in_flight;
+                            tx.commit().await?;
+                            ledger.record(&org_id, notify);
+                            Ok::<_, sqlx::Error>(())
+                        });
+                        commit
+                            .await
+                            .map_err(|e| ApiError::internal(format!("an import's commit failed: {e}")))?
+                            .map_err(StoreError::from)?;
                         generated
                     }
                     Err(e) if stops(&e) => return Err(e),
                     Err(e) => return Ok(Err(e)),
                 }
             }
-            Target::DryRun(outer) => {
+            Target::DryRun(outer, ledger) => {
                 let tx = match outer {
                     Some(tx) => tx,
                     slot @ None => slot.insert(state.db.begin().await?),
@@ -58,6 +117,7 @@ impl Target {
                 match write(state, tx, org_id, plan, now).await {
                     Ok(generated) => {
                         tx.release_savepoint().await.map_err(StoreError::from)?;
+                        ledger.record(org_id, Vec::new());
                         generated
                     }
                     Err(e) if stops(&e) => return Err(e),
@@ -71,13 +131,19 @@ impl Target {
         Ok(Ok(generated))
     }
 
+    /// Commits each organization, or with `dry_run` writes them all in one transaction that
+    /// [`Target::finish`] rolls back; either way records them in `ledger`.
+    pub fn new(dry_run: bool, ledger: Ledger) -> Self {
+        if dry_run { Target::DryRun(None, ledger) } else { Target::Commit(ledger) }
+    }
+
     pub fn is_dry_run(&self) -> bool {
-        matches!(self, Target::DryRun(_))
+        matches!(self, Target::DryRun(..))
     }
 
     /// Ends the import: a dry run's transaction is rolled back.
     pub async fn finish(self) -> ApiResult<()> {
-        if let Target::DryRun(Some(tx)) = self {
+        if let Target::DryRun(Some(tx), _) = self {
             tx.rollback().await.map_err(StoreError::from)?;
         }
         Ok(())
