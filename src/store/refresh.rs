@@ -105,6 +105,32 @@ pub async fn rotate_live(
     Ok(rows.into_iter().next())
 }
 
+/// Takes back the rotation [`rotate_live`] made at `rotated_at`, when its successor `new_hash`
+/// was never handed out (the request failed after it on the server's side): the successor is
+/// deleted and the token is live again. Nothing changes unless the successor is still unused
+/// and unrevoked and the token still carries that rotation (a revocation of the chain or a use
+/// of the successor in between wins). Answers whether the token is live again. As
+/// [`rotate_live`]: one statement on PostgreSQL, two sent together on SQLite (the second tied
+/// to the first by `changes()`).
+pub async fn unrotate(c: &mut Conn, token_hash: &[u8], new_hash: &[u8], rotated_at: i64) -> Result<bool> {
+    const GONE: &str = "DELETE FROM refresh_token WHERE token_hash = $2 AND rotated_at IS NULL AND revoked_at IS NULL";
+    const BACK: &str = "UPDATE refresh_token SET rotated_at = NULL \
+         WHERE token_hash = $1 AND rotated_at = $3 AND revoked_at IS NULL";
+    let sql = if c.backend_name() == "PostgreSQL" {
+        format!("WITH gone AS ({GONE} RETURNING grant_id) {BACK} AND grant_id IN (SELECT grant_id FROM gone)")
+    } else {
+        format!("{GONE}; {BACK} AND changes() = 1")
+    };
+    // The update's own rows (sqlx's count on SQLite would add the delete's).
+    let rows = sqlx::query(&format!("{sql} RETURNING token_hash"))
+        .bind(token_hash.to_vec())
+        .bind(new_hash.to_vec())
+        .bind(rotated_at)
+        .fetch_all(&mut *c)
+        .await?;
+    Ok(!rows.is_empty())
+}
+
 /// Revokes every token of a grant; returns how many were live.
 pub async fn revoke_grant(c: &mut Conn, grant_id: &str, now: i64) -> Result<u64> {
     revoke_all(c, "grant_id", grant_id, now).await

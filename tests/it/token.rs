@@ -556,6 +556,53 @@ on_both!(a_code_exchanged_after_its_logout_gives_nothing, |srv| {
     assert_eq!(live, 0, "no live refresh token is left");
 });
 
+on_both!(a_refresh_that_fails_on_the_servers_side_leaves_its_token_usable, |srv| {
+    // The role claim is read after the rotation; a grant whose stored roles cannot be read
+    // makes that read fail (a 500), as a store going away would.
+    let (client_id, secret, project) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    srv.post(&format!("/management/v1/projects/{project}/roles"), json!({"roleKey": "reader", "displayName": "R"}))
+        .await
+        .ok();
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    srv.post(&format!("/management/v1/users/{alice}/grants"), json!({"projectId": project, "roleKeys": ["reader"]}))
+        .await
+        .ok();
+    let b = Browser::new(srv);
+    let scope = "openid offline_access urn:service:iam:org:project:role:reader";
+    let (code, verifier) = code_for(srv, &b, &client_id, scope).await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let rt = t.ok()["refresh_token"].as_str().unwrap().to_string();
+    let refresh = |rt: String| {
+        let (cid, sec) = (client_id.clone(), secret.clone());
+        async move { token(srv, Some((&cid, &sec)), &[("grant_type", "refresh_token"), ("refresh_token", &rt)]).await }
+    };
+    let set_roles = |keys: &'static str| {
+        let alice = alice.clone();
+        async move {
+            let mut c = srv.state.db.conn().await.unwrap();
+            sqlx::query("UPDATE user_grant SET role_keys = $1 WHERE user_id = $2")
+                .bind(keys)
+                .bind(alice)
+                .execute(&mut *c)
+                .await
+                .unwrap();
+        }
+    };
+    set_roles("not json").await;
+    refresh(rt.clone()).await.err(500, "server_error");
+    assert_eq!(srv.count("refresh_token").await, 1, "the successor stored by the rotation is gone");
+    set_roles("[\"reader\"]").await;
+    // The retry with the same token is no reuse: it is served, and rotates.
+    let r = refresh(rt.clone()).await;
+    let next = r.ok()["refresh_token"].as_str().unwrap().to_string();
+    assert_ne!(next, rt);
+    assert!(claims(r.body["id_token"].as_str().unwrap())["urn:service:iam:org:project:roles"]["reader"].is_object());
+    // From here on the old token is used: presenting it again revokes the chain.
+    refresh(rt).await.err(400, "invalid_grant");
+    refresh(next).await.err(400, "invalid_grant");
+});
+
 on_both!(code_reuse_revokes_the_refresh_chain, |srv| {
     let (client_id, secret, _) = oidc_app(srv, json!({})).await;
     let secret = secret.unwrap();

@@ -10,7 +10,7 @@ use crate::domain::enums::OidcGrantType;
 use crate::oauth::access;
 use crate::oauth::authorize::{shape, subject};
 use crate::oauth::client_auth::{self, Method};
-use crate::oauth::error::{OAuthError, OAuthResult};
+use crate::oauth::error::{ErrorCode, OAuthError, OAuthResult};
 use crate::oauth::form::Form;
 use crate::oauth::issue::{self, Grant};
 use crate::oauth::scope::Scopes;
@@ -20,6 +20,41 @@ const ALL: [Method; 4] = [Method::Basic, Method::Post, Method::None, Method::Pri
 
 pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthResult<TokenResponse> {
     let now = state.clock.now();
+    let successor = secret::new_secret();
+    let mut rotated = None;
+    let result = refresh(state, headers, form, now, &successor, &mut rotated).await;
+    // The token was rotated but the request failed on latch's side (a store that went away, a
+    // key that could not sign): its successor was never handed out, so the rotation is taken
+    // back and the client's retry with the same token is no reuse. Best effort: when the store
+    // is still gone the token stays used up, as before.
+    if let (Err(e), Some(old)) = (&result, rotated)
+        && matches!(e.code, ErrorCode::ServerError | ErrorCode::TemporarilyUnavailable)
+    {
+        let undone = match state.db.conn().await {
+            Ok(mut c) => {
+                refresh::unrotate(&mut c, &old, &secret::digest(&successor), now).await.map_err(|e| e.to_string())
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        match undone {
+            Ok(true) => tracing::info!("a refresh that failed on the server's side left its token usable"),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "a refresh that failed on the server's side used up its token"),
+        }
+    }
+    result
+}
+
+/// The grant; `rotated` is set to the token's digest once the token is rotated (its successor,
+/// `successor`, stored).
+async fn refresh(
+    state: &AppState,
+    headers: &HeaderMap,
+    form: &Form,
+    now: i64,
+    successor: &str,
+    rotated: &mut Option<Vec<u8>>,
+) -> OAuthResult<TokenResponse> {
     let presented = client_auth::presented(headers, form)?
         .ok_or_else(|| OAuthError::invalid_client("client authentication is required"))?;
     let token = form.require("refresh_token")?;
@@ -38,17 +73,20 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     // Without a narrower scope nothing below can refuse a live token for a reason that should
     // leave it usable, so it is rotated first and its successor stored, in the same round trip
     // that reads it; what is not live is read afterwards to say why. (Should a check below
-    // fail, the stored successor was never handed out and expires unused.)
-    let successor = secret::new_secret();
+    // fail, the stored successor was never handed out and expires unused; see [`grant`] for a
+    // failure on latch's side.)
     let renewed = match requested {
         None => {
             let idle = issue::lifetimes(state, &mut c).await?.refresh_token_idle_expiration;
-            let (client_id, next) = (&client.app.client_id, secret::digest(&successor));
+            let (client_id, next) = (&client.app.client_id, secret::digest(successor));
             refresh::rotate_live(&mut c, &hash, client_id, &next, now, idle).await?
         }
         Some(_) => None,
     };
     let was_rotated_here = renewed.is_some();
+    if was_rotated_here {
+        *rotated = Some(hash.clone());
+    }
     let row = match renewed {
         Some(row) => row,
         None => refresh::get(&mut c, &hash)
@@ -107,12 +145,14 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     // A narrower scope was checked before anything was written (an invalid_scope leaves the
     // token usable); now the token is rotated and its successor stored, atomically as above,
     // so that a reuse of the token revokes the successor with the rest of the chain.
-    let rotated = was_rotated_here || {
+    let rotated_now = was_rotated_here || {
         let idle = issue::lifetimes(state, &mut c).await?.refresh_token_idle_expiration;
-        let next = secret::digest(&successor);
+        let next = secret::digest(successor);
         refresh::rotate_live(&mut c, &hash, &client.app.client_id, &next, now, idle).await?.is_some()
     };
-    if !rotated {
+    if rotated_now {
+        *rotated = Some(hash.clone());
+    } else {
         // Another request rotated it a moment ago: treat as reuse.
         revoke_grant(state, &mut c, &row.grant_id).await?;
         return Err(OAuthError::invalid_grant("the refresh token was used before; its chain is revoked"));
@@ -137,7 +177,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         grant_id: row.grant_id.clone(),
         original_scopes: data.scopes,
         expires_at: Some(row.expires_at),
-        stored: Some(successor),
+        stored: Some(successor.to_string()),
     };
     issue_tokens(state, c, &g, shape(&client), Some(plan)).await
 }
