@@ -26,6 +26,10 @@ pub enum PasswordError {
     Stored(#[from] HashError),
     #[error("password hashing failed: {0}")]
     Hashing(String),
+    /// The memory of a hash could not be mapped (a limit on the address space, strict
+    /// overcommit): the password was not checked either way.
+    #[error("no memory for a password hash of {0} KiB")]
+    Memory(usize),
 }
 
 /// argon2id parameters.
@@ -70,9 +74,9 @@ impl Blocks {
         Self { ptr: NonNull::dangling(), len: 0 }
     }
 
-    /// `len` zeroed blocks.
-    fn zeroed(len: usize) -> Self {
-        let Some(bytes) = Self::bytes(len) else { return Self::empty() };
+    /// `len` zeroed blocks; None when the system gives no memory for them.
+    fn zeroed(len: usize) -> Option<Self> {
+        let Some(bytes) = Self::bytes(len) else { return Some(Self::empty()) };
         // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
         let raw = unsafe {
             libc::mmap(
@@ -85,18 +89,18 @@ impl Blocks {
             )
         };
         if raw == libc::MAP_FAILED {
-            let layout = Layout::array::<Block>(len).expect("argon2 memory fits the address space");
-            std::alloc::handle_alloc_error(layout);
+            return None;
         }
         // An anonymous mapping is page-aligned (more than Block's 16 bytes) and reads as zeros,
         // which is a valid Block (an array of u64).
         let ptr = NonNull::new(raw.cast::<Block>()).expect("mmap returns a non-null mapping");
-        Self { ptr, len }
+        Some(Self { ptr, len })
     }
 
-    /// The size of `len` blocks in bytes, None for none.
+    /// The size of `len` blocks in bytes, None for none (or for more than the address space,
+    /// which then maps nothing: see [`Blocks::zeroed`]).
     fn bytes(len: usize) -> Option<usize> {
-        (len > 0).then(|| Layout::array::<Block>(len).expect("argon2 memory fits the address space").size())
+        (len > 0).then(|| Layout::array::<Block>(len).map_or(usize::MAX, |l| l.size()))
     }
 
     fn as_mut_slice(&mut self) -> &mut [Block] {
@@ -122,17 +126,21 @@ thread_local! {
 }
 
 /// Runs `f` with `blocks` blocks of argon2 memory: the hashing thread's own, or (elsewhere, or
-/// for parameters above [`KEEP_BLOCKS`]) memory for this one hash.
-fn with_memory<R>(blocks: usize, f: impl FnOnce(&mut [Block]) -> R) -> R {
+/// for parameters above [`KEEP_BLOCKS`]) memory for this one hash. An error when the system
+/// gives no memory for it, instead of ending the process as an allocation failure would.
+fn with_memory<R>(blocks: usize, f: impl FnOnce(&mut [Block]) -> R) -> Result<R, PasswordError> {
+    let none = || PasswordError::Memory(blocks.saturating_mul(std::mem::size_of::<Block>()) / 1024);
     if blocks > KEEP_BLOCKS || !KEEPS_MEMORY.with(|k| k.get()) {
-        return f(Blocks::zeroed(blocks).as_mut_slice());
+        return Ok(f(Blocks::zeroed(blocks).ok_or_else(none)?.as_mut_slice()));
     }
     MEMORY.with(|m| {
         let mut m = m.borrow_mut();
         if m.len < blocks {
-            *m = Blocks::zeroed(blocks);
+            // The old memory goes first, so that the two are never held at once.
+            *m = Blocks::empty();
+            *m = Blocks::zeroed(blocks).ok_or_else(none)?;
         }
-        f(&mut m.as_mut_slice()[..blocks])
+        Ok(f(&mut m.as_mut_slice()[..blocks]))
     })
 }
 
@@ -290,7 +298,7 @@ impl PasswordHasher {
         let argon2 = Argon2::new(Algorithm::Argon2id, Version::V0x13, p);
         let salt = random_bytes::<16>();
         let mut out = [0u8; 32];
-        with_memory(blocks, |mem| argon2.hash_password_into_with_memory(password.as_bytes(), &salt, &mut out, mem))
+        with_memory(blocks, |mem| argon2.hash_password_into_with_memory(password.as_bytes(), &salt, &mut out, mem))?
             .map_err(hashing)?;
         Ok(format!(
             "$argon2id$v=19$m={},t={},p={}${}${}",
@@ -307,9 +315,7 @@ impl PasswordHasher {
     /// goes through [`hashes::verify`].
     pub fn verify_blocking(password: &str, stored: &str) -> Result<bool, PasswordError> {
         match PasswordHash::new(stored) {
-            Ok(parsed) if parsed.algorithm.as_str().starts_with("argon2") => {
-                Ok(verify_argon2(password, &parsed).unwrap_or(false))
-            }
+            Ok(parsed) if parsed.algorithm.as_str().starts_with("argon2") => verify_argon2(password, &parsed),
             _ => Ok(hashes::verify(stored, password)?),
         }
     }
@@ -342,22 +348,29 @@ impl PasswordHasher {
     }
 }
 
-/// An argon2 PHC string checked with this thread's memory; the comparison is constant-time.
-fn verify_argon2(password: &str, parsed: &PasswordHash<'_>) -> Option<bool> {
+/// An argon2 PHC string checked with this thread's memory; the comparison is constant-time. A
+/// string that is no usable argon2 hash verifies no password; an error only when the memory
+/// for the hash could not be had.
+fn verify_argon2(password: &str, parsed: &PasswordHash<'_>) -> Result<bool, PasswordError> {
+    let Some((argon2, expected, salt_b64)) = argon2_of(parsed) else { return Ok(false) };
+    let blocks = argon2.params().block_count();
+    let mut salt = [0u8; 64];
+    let Ok(salt) = salt_b64.decode_b64(&mut salt) else { return Ok(false) };
+    let mut out = vec![0u8; expected.len()];
+    let hashed =
+        with_memory(blocks, |mem| argon2.hash_password_into_with_memory(password.as_bytes(), salt, &mut out, mem))?;
+    Ok(hashed.is_ok() && Output::new(&out).is_ok_and(|o| o == expected))
+}
+
+/// The hasher, expected output and salt a PHC string names, if it is a usable argon2 hash.
+fn argon2_of<'a>(parsed: &PasswordHash<'a>) -> Option<(Argon2<'static>, Output, argon2::password_hash::Salt<'a>)> {
     let algorithm = Algorithm::try_from(parsed.algorithm).ok()?;
     let version = match parsed.version {
         Some(v) => Version::try_from(v).ok()?,
         None => Version::V0x13,
     };
-    let expected = parsed.hash?;
     let params = Params::try_from(parsed).ok()?;
-    let blocks = params.block_count();
-    let mut salt = [0u8; 64];
-    let salt = parsed.salt?.decode_b64(&mut salt).ok()?;
-    let mut out = vec![0u8; expected.len()];
-    let argon2 = Argon2::new(algorithm, version, params);
-    with_memory(blocks, |mem| argon2.hash_password_into_with_memory(password.as_bytes(), salt, &mut out, mem)).ok()?;
-    Some(Output::new(&out).ok()? == expected)
+    Some((Argon2::new(algorithm, version, params), parsed.hash?, parsed.salt?))
 }
 
 #[cfg(test)]
@@ -377,7 +390,7 @@ mod tests {
     fn argon2_memory_leaves_rss_each_time_it_is_dropped() {
         let blocks = 19 * 1024;
         for round in 0..3 {
-            let mut m = Blocks::zeroed(blocks);
+            let mut m = Blocks::zeroed(blocks).unwrap();
             let before = rss_kib();
             for b in m.as_mut_slice().iter_mut() {
                 // SAFETY: a valid, exclusively borrowed block; volatile so the stores stay.
@@ -389,7 +402,20 @@ mod tests {
             let after = rss_kib();
             assert!(touched - after > 15 * 1024, "round {round}: {touched} KiB -> {after} KiB after the drop");
         }
-        assert!(Blocks::zeroed(0).as_mut_slice().is_empty());
+        assert!(Blocks::zeroed(0).unwrap().as_mut_slice().is_empty());
+    }
+
+    /// Memory the system cannot give (2^60 bytes, beyond any address space) is an error to the
+    /// caller, not the end of the process.
+    #[test]
+    fn memory_not_given_is_an_error() {
+        let blocks = 1usize << 50;
+        assert!(Blocks::zeroed(blocks).is_none());
+        assert!(matches!(with_memory(blocks, |_| ()), Err(PasswordError::Memory(_))));
+        KEEPS_MEMORY.with(|k| k.set(true));
+        assert!(matches!(with_memory(blocks, |_| ()), Err(PasswordError::Memory(_))));
+        // The thread's own memory still serves a hash that fits.
+        assert_eq!(with_memory(8, |m| m.len()).unwrap(), 8);
     }
 
     #[test]

@@ -188,16 +188,21 @@ impl Flow {
 
     /// Records the login name typed and the user it means (a user name, `name@domain` of the
     /// user's organization, or an e-mail address only one human user has; none otherwise): one
-    /// round trip for a user name, the form's usual case.
+    /// round trip for a user name without '@', the form's usual case.
     /// `by_email`: whether an e-mail address may name its human (the login policy's
     /// `disableLoginWithEmail` off).
     pub async fn name_login(&mut self, c: &mut Conn, name: &str, by_email: bool) -> crate::store::Result<()> {
         self.progress.login_name = Some(name.to_string());
         let progress = to_json(&self.progress);
         self.user = auth_request::name_user(c, &self.row.auth_request_id, name, &progress).await?;
-        if self.user.is_none() && name.contains('@') {
-            self.user = user::find_by_domain_or_email(c, name, by_email).await?;
-            // Written whether or not the name means someone, so that both take the same steps.
+        if name.contains('@') {
+            // Also when the name is someone's user name (a self-registered user is named by the
+            // e-mail address): a name with '@' takes the same steps whether or not it means
+            // someone, and whichever lookup finds them.
+            let other = user::find_by_domain_or_email(c, name, by_email).await?;
+            if self.user.is_none() {
+                self.user = other;
+            }
             self.save(c).await?;
         }
         Ok(())

@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use super::flow::{Flow, Start, Step, fail, not_signing_in, show, store_fail};
 use super::i18n::Texts;
 use crate::app::AppState;
+use crate::crypto::password::PasswordError;
 use crate::domain::enums::UserState;
 use crate::management::passwords::complexity_policy;
 use crate::management::users::{EmailInput, HumanInput, ProfileInput, insert_human};
@@ -315,6 +316,11 @@ pub async fn password(
     };
     let ok = match state.hasher.verify(&form.password, &hash).await {
         Ok(ok) => ok,
+        // Not checked either way: no failed attempt is counted, the person may try again.
+        Err(e @ PasswordError::Memory(_)) => {
+            tracing::warn!(user_id = %u.user_id, error = %e, "password not checked");
+            return fail(t, &headers, StatusCode::SERVICE_UNAVAILABLE, t.err_unavailable);
+        }
         Err(e) => {
             tracing::warn!(user_id = %u.user_id, error = %e, "stored password hash could not be verified");
             false
