@@ -342,6 +342,8 @@ on_both!(implicit_flow_and_response_modes, |srv| {
         .await;
     let f = only.fragment_params();
     assert!(param(&f, "access_token").is_none());
+    assert!(param(&f, "expires_in").is_none());
+    assert_eq!(param(&f, "token_type"), Some("Bearer"), "SPEC.md 2.3: every implicit response");
     let claims = decode_jwt(param(&f, "id_token").unwrap());
     assert_eq!(claims["email"], "alice@example.com");
     assert_eq!(claims["preferred_username"], "alice@latch.127.0.0.1");
@@ -366,7 +368,8 @@ on_both!(implicit_flow_and_response_modes, |srv| {
             ("response_mode", "query"),
         ])
         .await;
-    assert!(r.location().contains("#id_token="), "{}", r.location());
+    assert!(r.location().contains('#'), "{}", r.location());
+    assert!(param(&r.fragment_params(), "id_token").is_some(), "{}", r.location());
 
     // form_post: a page that posts the parameters, with a hashed script and a no-script button.
     let (_, fp) = b

@@ -516,9 +516,11 @@ pub async fn complete(
                     ));
                 }
             };
+            // token_type comes with every implicit response (SPEC.md 2.3, as ZITADEL sends it),
+            // expires_in with an access token.
+            fields.push(("token_type", "Bearer".into()));
             if let Some(at) = at {
                 fields.push(("access_token", at));
-                fields.push(("token_type", "Bearer".into()));
                 fields.push(("expires_in", life.access_token_lifetime.to_string()));
             }
             fields.push(("id_token", id));
