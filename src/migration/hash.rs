@@ -6,7 +6,8 @@
 //!   is the decoded hash length, 64 bytes for Keycloak).
 //! - Keycloak Argon2: a PHC string `$argon2id$v=19$m=..,t=..,p=..$salt$hash` in unpadded
 //!   standard base64, the parameters taken from `additionalParameters`.
-//! - Auth0 bcrypt: copied as it is.
+//! - Auth0 bcrypt, and Keycloak bcrypt (the keycloak-bcrypt extension's `bcrypt` credentials,
+//!   the whole `$2a$<cost>$...` string in `value`): copied as it is.
 //! - Keycloak TOTP secrets: base32, the form of an `otpauth://` secret.
 
 use std::collections::BTreeMap;
@@ -46,12 +47,23 @@ pub fn keycloak(
     let id = match algorithm {
         "pbkdf2" | "pbkdf2-sha256" | "pbkdf2-sha512" => algorithm,
         "argon2" => return argon2(iterations, salt, value, params),
+        "bcrypt" => return bcrypt(value),
         other => return Err(HashError::Unsupported(other.to_string())),
     };
     let iterations = positive(iterations)?;
     decode_b64("salt", salt)?;
     decode_b64("hash", value)?;
     Ok(format!("${id}${iterations}${salt}${value}"))
+}
+
+/// A bcrypt string of the keycloak-bcrypt extension (salt and cost inside it); the import
+/// checks its cost like any other.
+fn bcrypt(value: &str) -> Result<String, HashError> {
+    let v = value.trim();
+    match v.strip_prefix('$').and_then(|r| r.split('$').next()) {
+        Some("2a" | "2b" | "2y") if v.split('$').count() == 4 => Ok(v.to_string()),
+        _ => Err(HashError::Malformed("a bcrypt credential holds no $2a$, $2b$ or $2y$ string".into())),
+    }
 }
 
 fn argon2(iterations: i64, salt: &str, value: &str, params: &BTreeMap<String, Value>) -> Result<String, HashError> {

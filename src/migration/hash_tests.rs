@@ -121,7 +121,7 @@ fn keycloak_argon2i_and_version_1_0_verify() {
 fn unsupported_and_malformed_credentials_are_refused() {
     let ok_salt = "rEIJDbs+BQqpx31v8mONWA==";
     let ok_hash = "kNwotFPNeuwelpT1HWt+E4ONXFK6wjd+h0zbzNBRGwOqacAjeY7vYN9QZQ46DlEKSdn04cEU/3RvX8WPcRegxg==";
-    for alg in ["md5", "bcrypt", "pbkdf2-sha384", "PBKDF2-SHA256", ""] {
+    for alg in ["md5", "pbkdf2-sha384", "PBKDF2-SHA256", ""] {
         assert_eq!(keycloak(alg, 1000, ok_salt, ok_hash, &none()), Err(HashError::Unsupported(alg.into())));
     }
     let d = params(r#"{"type":["d"]}"#);
@@ -181,4 +181,19 @@ fn totp_sha1_6(key: &[u8], unix: u64) -> u32 {
     let off = (d[19] & 0x0f) as usize;
     let bin = u32::from_be_bytes([d[off] & 0x7f, d[off + 1], d[off + 2], d[off + 3]]);
     bin % 1_000_000
+}
+
+/// The keycloak-bcrypt extension's credential: the bcrypt string is copied and verifies;
+/// anything else in a bcrypt credential is malformed.
+#[test]
+fn keycloak_bcrypt_credentials_are_copied() {
+    // bcrypt.hashpw(b"correct horse battery staple", bcrypt.gensalt(rounds=5, prefix=b"2a"))
+    let stored = "$2a$05$2oW0HdwKi8tkyKKiBn8qrukipRcLXZi2tDzS35OX4zDqeNolUwSti";
+    let h = keycloak("bcrypt", 5, "", stored, &none()).unwrap();
+    assert_eq!(h, stored);
+    assert!(crate::crypto::hashes::verify(&h, "correct horse battery staple").unwrap());
+    assert!(!crate::crypto::hashes::verify(&h, "correct horse battery stapler").unwrap());
+    for bad in ["", "kNwotFPNeuwelpT1HWt+E4ONXFK6wjd", "$2x$04$abc", "$argon2id$v=19$m=1,t=1,p=1$a$b"] {
+        assert!(matches!(keycloak("bcrypt", 10, "", bad, &none()), Err(HashError::Malformed(_))), "{bad}");
+    }
 }

@@ -42,6 +42,8 @@ pub struct KcUser {
     required_actions: Option<Vec<String>>,
     /// Set on users of a user federation (LDAP, Kerberos): their password is not in the export.
     federation_link: Option<String>,
+    /// Links to identity providers (social or enterprise sign-in); not carried over.
+    federated_identities: Option<Vec<Value>>,
     /// Set on a client's service-account user (`serviceAccountClientLink` in some versions).
     #[serde(alias = "serviceAccountClientLink")]
     service_account_client_id: Option<Value>,
@@ -238,6 +240,9 @@ fn convert(u: KcUser, sink: &mut Sink<'_>) -> Result<(), Error> {
             None
         }
     };
+    if u.federated_identities.as_ref().is_some_and(|l| !l.is_empty()) {
+        sink.notice(&label, "identity-provider links (federatedIdentities) not imported");
+    }
     if credentials.iter().any(credential::KcCredential::is_webauthn) {
         sink.notice(&label, "security keys and passkeys not imported (not portable)");
     }

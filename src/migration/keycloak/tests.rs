@@ -385,10 +385,12 @@ fn profile_rules_phone_locale_duplicates_and_email() {
          "attributes": {"phoneNumber": "+41 79 123 45 67"}},
         {"id": "5", "email": "nameless@example.com"},
         {"id": "6", "username": "ldap", "email": "ldap@example.com", "federationLink": "f1"},
+        {"id": "7", "username": "social", "email": "social@example.com",
+         "federatedIdentities": [{"identityProvider": "google", "userId": "1234", "userName": "s@gmail.com"}]},
     ]));
     let summary = run(&o, &write_realm(&dir, &realm), None).unwrap();
     let all = users(&body(&o));
-    assert_eq!(all.len(), 3);
+    assert_eq!(all.len(), 4);
     let anna = &user(&all, "anna")["user"];
     assert_eq!(
         anna["profile"],
@@ -406,6 +408,7 @@ fn profile_rules_phone_locale_duplicates_and_email() {
     assert_eq!(s.notices.count("phone number not in international form (+...), dropped"), 1);
     assert_eq!(s.notices.count("e-mail address not valid, treated as missing"), 1);
     assert_eq!(s.notices.count("federated user (LDAP, Kerberos), its password is not in the export"), 1);
+    assert_eq!(s.notices.count("identity-provider links (federatedIdentities) not imported"), 1);
 }
 
 #[test]
