@@ -28,6 +28,10 @@ use crate::domain::roles::Permission;
 use crate::management::import::notify;
 use crate::store::fold;
 
+/// How long an import cut short by its timeout waits for a commit that had begun, so as to
+/// say whether that organization is in.
+const COMMIT_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Largest request body the import reads (other routes keep 1 MiB), once the caller is
 /// authorized.
 pub const MAX_BODY: usize = 512 * 1024 * 1024;
@@ -178,25 +182,41 @@ pub async fn import(
     };
     let finished = tokio::time::timeout(limit, work).await;
     // Cut short, the import may leave a commit in flight: what it committed is known once that
-    // commit has ended.
-    let done = ledger.settle().await;
-    // The users of every organization committed get their messages, whatever came after.
+    // commit has ended, waited for a while.
+    let done = ledger.settle(COMMIT_GRACE).await;
+    // The users of every organization committed get their messages, whatever came after; those
+    // of a commit that ends later get them when it does.
     if !done.notify.is_empty() {
         tokio::spawn(send_messages(state.clone(), done.notify));
+    }
+    if done.committing.is_some() {
+        let state = state.clone();
+        tokio::spawn(async move {
+            let late = ledger.settle(std::time::Duration::MAX).await;
+            if !late.notify.is_empty() {
+                send_messages(state, late.notify).await;
+            }
+        });
     }
     match finished {
         Ok(report) => Ok(Json(report?)),
         Err(_) => {
             let mut e = deadline_error("import");
-            e.message = if done.orgs.is_empty() {
-                format!("{}; no organization was imported", e.message)
-            } else {
-                format!(
-                    "{}; these organizations were imported before it: {} (one still in progress was rolled back)",
-                    e.message,
-                    done.orgs.join(", ")
-                )
-            };
+            if !done.orgs.is_empty() {
+                e.message =
+                    format!("{}; these organizations were imported before it: {}", e.message, done.orgs.join(", "));
+            }
+            match &done.committing {
+                Some(org) => {
+                    e.message = format!(
+                        "{}; the commit of organization {org} had begun and not ended {}s after the timeout: look it up before importing it again",
+                        e.message,
+                        COMMIT_GRACE.as_secs()
+                    )
+                }
+                None if done.orgs.is_empty() => e.message = format!("{}; no organization was imported", e.message),
+                None => e.message = format!("{} (any organization not yet committed was rolled back)", e.message),
+            }
             Err(e)
         }
     }

@@ -272,10 +272,12 @@ impl PasswordHasher {
     pub async fn verify_nobody(&self, password: &str) {
         let hash = match self.dummy.get() {
             Some(h) => h.clone(),
-            None => {
-                let h = self.hash(&super::secret::new_secret()).await.unwrap_or_default();
-                self.dummy.get_or_init(|| h).clone()
-            }
+            // Kept only once it is a hash: a failed first hash (no memory for it) is tried again
+            // by the next unknown user, rather than leaving them all a string that checks at once.
+            None => match self.hash(&super::secret::new_secret()).await {
+                Ok(h) => self.dummy.get_or_init(|| h).clone(),
+                Err(_) => String::new(),
+            },
         };
         let _ = self.verify(password, &hash).await;
     }

@@ -28,24 +28,26 @@ pub struct Done {
     pub orgs: Vec<String>,
     /// The users of committed organizations.
     pub notify: Vec<String>,
+    /// The organization whose commit had begun and not ended when [`Ledger::settle`] stopped
+    /// waiting.
+    pub committing: Option<String>,
 }
 
 impl Ledger {
-    fn record(&self, org_id: &str, notify: Vec<String>) {
-        let mut done = self.0.done.lock().unwrap_or_else(|e| e.into_inner());
-        done.orgs.push(org_id.to_string());
-        done.notify.extend(notify);
+    fn done(&self) -> std::sync::MutexGuard<'_, Done> {
+        self.0.done.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Whether an organization was written.
     pub fn any(&self) -> bool {
-        !self.0.done.lock().unwrap_or_else(|e| e.into_inner()).orgs.is_empty()
+        !self.done().orgs.is_empty()
     }
 
-    /// Waits for a commit in flight to end, then answers what was written.
-    pub async fn settle(&self) -> Done {
-        let _in_flight = self.0.commit.lock().await;
-        std::mem::take(&mut *self.0.done.lock().unwrap_or_else(|e| e.into_inner()))
+    /// Waits up to `grace` for a commit in flight to end, then takes what was written so far
+    /// (a commit that ends later records into an empty ledger, for the next call).
+    pub async fn settle(&self, grace: std::time::Duration) -> Done {
+        let _ended = tokio::time::timeout(grace, self.0.commit.lock()).await;
+        std::mem::take(&mut *self.done())
     }
 }
 
@@ -91,12 +93,18 @@ impl Target {
                         // Cancelled while committing, the import would not know whether the
                         // organization is in: the commit goes on in its own task, which records it.
                         let in_flight = ledger.0.commit.clone().lock_owned().await;
+                        ledger.done().committing = Some(org_id.to_string());
                         let (ledger, org_id) = (ledger.clone(), org_id.to_string());
                         let commit = tokio::spawn(async move {
                             let _in_flight = in_flight;
-                            tx.commit().await?;
-                            ledger.record(&org_id, notify);
-                            Ok::<_, sqlx::Error>(())
+                            let committed = tx.commit().await;
+                            let mut done = ledger.done();
+                            done.committing = None;
+                            if committed.is_ok() {
+                                done.orgs.push(org_id);
+                                done.notify.extend(notify);
+                            }
+                            committed
                         });
                         commit
                             .await
@@ -117,7 +125,7 @@ impl Target {
                 match write(state, tx, org_id, plan, now).await {
                     Ok(generated) => {
                         tx.release_savepoint().await.map_err(StoreError::from)?;
-                        ledger.record(org_id, Vec::new());
+                        ledger.done().orgs.push(org_id.to_string());
                         generated
                     }
                     Err(e) if stops(&e) => return Err(e),
