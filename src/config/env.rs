@@ -42,6 +42,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     var("LATCH_LOG_LEVEL", "log_level"),
     var("LATCH_SHUTDOWN_TIMEOUT", "shutdown_timeout"),
     var("LATCH_SWEEP_INTERVAL", "sweep_interval"),
+    var("LATCH_REFRESH_REUSE_INTERVAL", "refresh_reuse_interval"),
     var("LATCH_BACKCHANNEL_PRIVATE_TARGETS", "backchannel_private_targets"),
     var("LATCH_FIRSTINSTANCE_ORG_NAME", "firstinstance.org_name"),
     var("LATCH_FIRSTINSTANCE_ADMIN_USERNAME", "firstinstance.admin_username"),

@@ -48,6 +48,8 @@ pub struct Config {
     pub log_level: String,
     pub shutdown_timeout: String,
     pub sweep_interval: String,
+    /// How long after its rotation a refresh token may be used again (0: never).
+    pub refresh_reuse_interval: String,
     /// Whether back-channel logout tokens may go to loopback, private and link-local addresses:
     /// `auto` (only while the external URL's host is a loopback one, a developer's machine),
     /// `allow` or `deny`.
@@ -229,6 +231,7 @@ impl Default for Config {
             log_level: "info".into(),
             shutdown_timeout: "30s".into(),
             sweep_interval: "5m".into(),
+            refresh_reuse_interval: "0s".into(),
             backchannel_private_targets: "auto".into(),
             firstinstance: FirstInstanceConfig::default(),
             keys: KeysConfig::default(),
@@ -371,6 +374,11 @@ impl Config {
         if sweep_interval < 1 {
             return Err(err("sweep_interval (LATCH_SWEEP_INTERVAL) must be at least 1s"));
         }
+        let refresh_reuse_interval =
+            dur("refresh_reuse_interval", "LATCH_REFRESH_REUSE_INTERVAL", &self.refresh_reuse_interval)?;
+        if !(0..=300).contains(&refresh_reuse_interval) {
+            return Err(err("refresh_reuse_interval (LATCH_REFRESH_REUSE_INTERVAL) must be between 0s and 5m"));
+        }
         let code_lifetime = dur("login.code_lifetime", "LATCH_LOGIN_CODE_LIFETIME", &self.login.code_lifetime)?;
         let request_lifetime =
             dur("login.request_lifetime", "LATCH_LOGIN_REQUEST_LIFETIME", &self.login.request_lifetime)?;
@@ -434,6 +442,7 @@ impl Config {
             log_level: self.log_level.clone(),
             shutdown_timeout: Duration::from_secs(shutdown_timeout as u64),
             sweep_interval: Duration::from_secs(sweep_interval as u64),
+            refresh_reuse_interval,
             first_instance: FirstInstance {
                 org_name: fi.org_name.trim().to_string(),
                 admin_username: fi.admin_username.trim().to_string(),
@@ -547,6 +556,9 @@ pub struct Settings {
     pub log_level: String,
     pub shutdown_timeout: Duration,
     pub sweep_interval: Duration,
+    /// Seconds after its rotation in which a refresh token may be used again, each use making
+    /// another successor (0: a use after the rotation is reuse, and revokes the chain).
+    pub refresh_reuse_interval: i64,
     pub first_instance: FirstInstance,
     pub keys: KeySettings,
     pub argon2: crate::crypto::password::Argon2Params,
@@ -691,6 +703,13 @@ mod tests {
         let e = env(&[("LATCH_KEYS_PREPUBLISH", "1m")]);
         let msg = Config::load(None, &e).unwrap().validate().unwrap_err().to_string();
         assert!(msg.contains("LATCH_KEYS_PREPUBLISH"), "{msg}");
+        for v in ["6m", "soon"] {
+            let e = env(&[("LATCH_REFRESH_REUSE_INTERVAL", v)]);
+            let msg = Config::load(None, &e).unwrap().validate().unwrap_err().to_string();
+            assert!(msg.contains("LATCH_REFRESH_REUSE_INTERVAL"), "{msg}");
+        }
+        let e = env(&[("LATCH_REFRESH_REUSE_INTERVAL", "5m")]);
+        assert_eq!(Config::load(None, &e).unwrap().validate().unwrap().refresh_reuse_interval, 300);
     }
 
     #[test]

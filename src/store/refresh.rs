@@ -64,6 +64,10 @@ pub async fn get(c: &mut Conn, token_hash: &[u8]) -> Result<Option<RefreshRow>> 
 /// signs in again); nothing is issued on a half A revocation of the chain that lands between the two
 /// (another connection's [`revoke_grant`]) leaves no successor: the insert copies only a token
 /// that is not revoked.
+///
+/// A token rotated after `reuse_after` (a second; `i64::MAX` for never) counts as live: it
+/// rotates again, keeping the second of its first rotation, and its earlier successor stays
+/// (see [`reuse_after`]).
 pub async fn rotate_live(
     c: &mut Conn,
     token_hash: &[u8],
@@ -71,12 +75,13 @@ pub async fn rotate_live(
     new_hash: &[u8],
     now: i64,
     idle: i64,
+    reuse_after: i64,
 ) -> Result<Option<RefreshRow>> {
-    const LIVE: &str = "token_hash = $2 AND client_id = $3 AND rotated_at IS NULL AND revoked_at IS NULL \
-         AND expires_at > $1 AND idle_expires_at > $1";
+    const LIVE: &str = "token_hash = $2 AND client_id = $3 AND (rotated_at IS NULL OR rotated_at > $6) \
+         AND revoked_at IS NULL AND expires_at > $1 AND idle_expires_at > $1";
     let sql = if c.backend_name() == "PostgreSQL" {
         format!(
-            "WITH old AS (UPDATE refresh_token SET rotated_at = $1 WHERE {LIVE} \
+            "WITH old AS (UPDATE refresh_token SET rotated_at = COALESCE(rotated_at, $1) WHERE {LIVE} \
                RETURNING grant_id, client_id, user_id, session_id, data, expires_at) \
              INSERT INTO refresh_token ({COLUMNS}) \
              SELECT $4, grant_id, client_id, user_id, session_id, data, $1, LEAST($1 + $5, expires_at), \
@@ -85,11 +90,11 @@ pub async fn rotate_live(
         )
     } else {
         format!(
-            "UPDATE refresh_token SET rotated_at = $1 WHERE {LIVE}; \
+            "UPDATE refresh_token SET rotated_at = COALESCE(rotated_at, $1) WHERE {LIVE}; \
              INSERT INTO refresh_token ({COLUMNS}) \
              SELECT $4, grant_id, client_id, user_id, session_id, data, $1, MIN($1 + $5, expires_at), \
                expires_at, NULL, NULL FROM refresh_token \
-               WHERE token_hash = $2 AND rotated_at = $1 AND revoked_at IS NULL AND changes() = 1 \
+               WHERE token_hash = $2 AND revoked_at IS NULL AND changes() = 1 \
              RETURNING {COLUMNS}"
         )
     };
@@ -100,9 +105,17 @@ pub async fn rotate_live(
         .bind(client_id)
         .bind(new_hash.to_vec())
         .bind(idle)
+        .bind(reuse_after)
         .fetch_all(&mut *c)
         .await?;
     Ok(rows.into_iter().next())
+}
+
+/// The second after which a rotated token may still be used, for a reuse interval of
+/// `interval` seconds (0: none; `i64::MAX`, which no rotation is after, so that replicas whose
+/// clocks differ by a second never take a rotation for a recent one).
+pub fn reuse_after(now: i64, interval: i64) -> i64 {
+    if interval > 0 { now - interval } else { i64::MAX }
 }
 
 /// Takes back the rotation [`rotate_live`] made at `rotated_at`, when its successor `new_hash`

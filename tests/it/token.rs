@@ -258,7 +258,7 @@ on_both!(refresh_rotation_in_the_store_makes_one_successor, |srv| {
     let t = now();
     refresh::insert(&mut c, &refresh_row(b"live", "g1", t, t + 50)).await.unwrap();
     refresh::insert(&mut c, &refresh_row(b"expired", "g2", t, t - 1)).await.unwrap();
-    let next = refresh::rotate_live(&mut c, b"live", "client", b"next", t, 1000).await.unwrap();
+    let next = refresh::rotate_live(&mut c, b"live", "client", b"next", t, 1000, i64::MAX).await.unwrap();
     let next = next.expect("a live token is rotated");
     assert_eq!(next.token_hash, b"next");
     assert_eq!((next.grant_id.as_str(), next.session_id.as_deref()), ("g1", Some("session")));
@@ -268,14 +268,14 @@ on_both!(refresh_rotation_in_the_store_makes_one_successor, |srv| {
     let old = refresh::get(&mut c, b"live").await.unwrap().unwrap();
     assert_eq!(old.rotated_at, Some(t));
     // Used once: nothing more, from this client or another.
-    assert!(refresh::rotate_live(&mut c, b"live", "client", b"again", t, 1000).await.unwrap().is_none());
-    assert!(refresh::rotate_live(&mut c, b"next", "other", b"again", t, 1000).await.unwrap().is_none());
-    assert!(refresh::rotate_live(&mut c, b"expired", "client", b"again", t, 1000).await.unwrap().is_none());
+    assert!(refresh::rotate_live(&mut c, b"live", "client", b"again", t, 1000, i64::MAX).await.unwrap().is_none());
+    assert!(refresh::rotate_live(&mut c, b"next", "other", b"again", t, 1000, i64::MAX).await.unwrap().is_none());
+    assert!(refresh::rotate_live(&mut c, b"expired", "client", b"again", t, 1000, i64::MAX).await.unwrap().is_none());
     assert!(refresh::get(&mut c, b"again").await.unwrap().is_none(), "no successor for a token that is not live");
     let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM refresh_token").fetch_one(&mut *c).await.unwrap();
     assert_eq!(n, 3);
     // The successor is live itself.
-    let third = refresh::rotate_live(&mut c, b"next", "client", b"third", t + 1, 10).await.unwrap().unwrap();
+    let third = refresh::rotate_live(&mut c, b"next", "client", b"third", t + 1, 10, i64::MAX).await.unwrap().unwrap();
     assert_eq!(third.idle_expires_at, t + 11);
 });
 
@@ -291,7 +291,9 @@ on_both!(a_revocation_racing_a_rotation_leaves_no_live_successor, |srv| {
     refresh::insert(&mut c, &refresh_row(b"live", "g1", t, t + 100)).await.unwrap();
     drop(c);
     let mut rotation = srv.state.db.begin().await.unwrap();
-    assert!(refresh::rotate_live(&mut rotation, b"live", "client", b"next", t, 1000).await.unwrap().is_some());
+    assert!(
+        refresh::rotate_live(&mut rotation, b"live", "client", b"next", t, 1000, i64::MAX).await.unwrap().is_some()
+    );
     let db = srv.state.db.clone();
     let revocation = tokio::spawn(async move {
         let mut c = db.conn().await.unwrap();
@@ -602,6 +604,64 @@ on_both!(a_refresh_that_fails_on_the_servers_side_leaves_its_token_usable, |srv|
     refresh(rt).await.err(400, "invalid_grant");
     refresh(next).await.err(400, "invalid_grant");
 });
+
+/// With a reuse interval (LATCH_REFRESH_REUSE_INTERVAL) a rotated refresh token is served again
+/// within it, each use making another successor (a client whose answer was lost retries);
+/// after it, a use is reuse and revokes the whole chain, the successors of every use included.
+async fn a_refresh_token_may_be_used_again_within_the_reuse_interval(backend: crate::harness::Backend) {
+    let server = TestServer::start_with(backend, |c| c.refresh_reuse_interval = "30s".into()).await;
+    reused_within_the_interval(&server).await;
+    server.stop().await;
+}
+
+async fn reused_within_the_interval(srv: &TestServer) {
+    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    human(srv, "alice", "Wonder-land1").await;
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid email offline_access").await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let rt1 = t.ok()["refresh_token"].as_str().unwrap().to_string();
+    let refresh = |rt: String, scope: Option<&'static str>| {
+        let (cid, sec) = (client_id.clone(), secret.clone());
+        async move {
+            let mut form = vec![("grant_type", "refresh_token"), ("refresh_token", rt.as_str())];
+            if let Some(s) = scope {
+                form.push(("scope", s));
+            }
+            let r = token(srv, Some((&cid, &sec)), &form).await;
+            r.ok();
+            r.body["refresh_token"].as_str().unwrap().to_string()
+        }
+    };
+    let lost = refresh(rt1.clone(), None).await;
+    srv.clock.advance(29);
+    let retried = refresh(rt1.clone(), None).await;
+    let narrowed = refresh(rt1.clone(), Some("openid")).await;
+    assert!(lost != retried && retried != narrowed && lost != narrowed);
+    // Both branches live on: the successor the client never got is not revoked by the retry.
+    let lost_next = refresh(lost, None).await;
+    let next = refresh(retried, None).await;
+    // The interval counts from the first rotation: a second later the old token is reused.
+    srv.clock.advance(2);
+    let r = token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", &rt1)]).await;
+    r.err(400, "invalid_grant");
+    for rt in [next, lost_next, narrowed] {
+        let r =
+            token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", &rt)]).await;
+        r.err(400, "invalid_grant");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_token_may_be_used_again_within_the_reuse_interval_sqlite() {
+    a_refresh_token_may_be_used_again_within_the_reuse_interval(crate::harness::Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_token_may_be_used_again_within_the_reuse_interval_postgres() {
+    a_refresh_token_may_be_used_again_within_the_reuse_interval(crate::harness::Backend::Postgres).await;
+}
 
 on_both!(code_reuse_revokes_the_refresh_chain, |srv| {
     let (client_id, secret, _) = oidc_app(srv, json!({})).await;

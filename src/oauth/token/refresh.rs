@@ -70,6 +70,7 @@ async fn refresh(
         return Err(OAuthError::unauthorized_client("the client may not use the refresh_token grant"));
     }
     let hash = secret::digest(token);
+    let reuse_after = refresh::reuse_after(now, state.settings.refresh_reuse_interval);
     // Without a narrower scope nothing below can refuse a live token for a reason that should
     // leave it usable, so it is rotated first and its successor stored, in the same round trip
     // that reads it; what is not live is read afterwards to say why. (Should a check below
@@ -79,7 +80,7 @@ async fn refresh(
         None => {
             let idle = issue::lifetimes(state, &mut c).await?.refresh_token_idle_expiration;
             let (client_id, next) = (&client.app.client_id, secret::digest(successor));
-            refresh::rotate_live(&mut c, &hash, client_id, &next, now, idle).await?
+            refresh::rotate_live(&mut c, &hash, client_id, &next, now, idle, reuse_after).await?
         }
         Some(_) => None,
     };
@@ -100,7 +101,8 @@ async fn refresh(
         if row.revoked_at.is_some() {
             return Err(OAuthError::invalid_grant("the refresh token is revoked"));
         }
-        if row.rotated_at.is_some() {
+        // Within the reuse interval a rotated token is served again (rotated below).
+        if row.rotated_at.is_some_and(|t| t <= reuse_after) {
             revoke_grant(state, &mut c, &row.grant_id).await?;
             return Err(OAuthError::invalid_grant("the refresh token was used before; its chain is revoked"));
         }
@@ -148,7 +150,7 @@ async fn refresh(
     let rotated_now = was_rotated_here || {
         let idle = issue::lifetimes(state, &mut c).await?.refresh_token_idle_expiration;
         let next = secret::digest(successor);
-        refresh::rotate_live(&mut c, &hash, &client.app.client_id, &next, now, idle).await?.is_some()
+        refresh::rotate_live(&mut c, &hash, &client.app.client_id, &next, now, idle, reuse_after).await?.is_some()
     };
     if rotated_now {
         *rotated = Some(hash.clone());
