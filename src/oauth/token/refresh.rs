@@ -26,8 +26,8 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     // The token was rotated but the request failed on latch's side (a store that went away, a
     // key that could not sign): its successor was never handed out, so the rotation is taken
     // back and the client's retry with the same token is no reuse. Best effort: when the store
-    // is still gone the token stays used up, as before. With a reuse interval the retry is
-    // served anyway, and the rotation is left alone: it may be a second one, after a first
+    // is still gone the token stays used up, as before. With a reuse interval a retry within
+    // it is served anyway, and the rotation is left alone: it may be a second one, after a first
     // whose successor was handed out in the same second, which an undo would take back too.
     if let (Err(e), Some(old)) = (&result, rotated)
         && matches!(e.code, ErrorCode::ServerError | ErrorCode::TemporarilyUnavailable)
