@@ -347,8 +347,13 @@ impl Config {
             Some(k) => Some(parse_masterkey(k).map_err(|m| err(format!("masterkey (LATCH_MASTERKEY): {m}")))?),
             None => None,
         };
+        // Whole seconds: "500ms" would otherwise round down to 0s (for some settings, "off").
         let dur = |name: &str, env: &str, v: &str| -> Result<i64, ConfigError> {
-            duration::parse(v).map(|d| d.as_secs() as i64).map_err(|e| err(format!("{name} ({env}): '{v}' {e}")))
+            let d = duration::parse(v).map_err(|e| err(format!("{name} ({env}): '{v}' {e}")))?;
+            if d.subsec_nanos() != 0 {
+                return Err(err(format!("{name} ({env}): '{v}' is not a whole number of seconds")));
+            }
+            Ok(d.as_secs() as i64)
         };
         let rotation_interval =
             dur("keys.rotation_interval", "LATCH_KEYS_ROTATION_INTERVAL", &self.keys.rotation_interval)?;
@@ -703,11 +708,14 @@ mod tests {
         let e = env(&[("LATCH_KEYS_PREPUBLISH", "1m")]);
         let msg = Config::load(None, &e).unwrap().validate().unwrap_err().to_string();
         assert!(msg.contains("LATCH_KEYS_PREPUBLISH"), "{msg}");
-        for v in ["6m", "soon"] {
+        for v in ["6m", "soon", "500ms"] {
             let e = env(&[("LATCH_REFRESH_REUSE_INTERVAL", v)]);
             let msg = Config::load(None, &e).unwrap().validate().unwrap_err().to_string();
             assert!(msg.contains("LATCH_REFRESH_REUSE_INTERVAL"), "{msg}");
         }
+        let e = env(&[("LATCH_SWEEP_INTERVAL", "1.5s")]);
+        let msg = Config::load(None, &e).unwrap().validate().unwrap_err().to_string();
+        assert!(msg.contains("LATCH_SWEEP_INTERVAL") && msg.contains("whole number of seconds"), "{msg}");
         let e = env(&[("LATCH_REFRESH_REUSE_INTERVAL", "5m")]);
         assert_eq!(Config::load(None, &e).unwrap().validate().unwrap().refresh_reuse_interval, 300);
     }

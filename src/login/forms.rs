@@ -28,6 +28,16 @@ fn parse<T: DeserializeOwned>(body: &[u8]) -> Option<T> {
     serde_urlencoded::from_bytes(body).ok()
 }
 
+/// A new password that could not be hashed: no memory for the hash is a "try again" (503),
+/// anything else a server error.
+fn hash_fail(t: &Texts, headers: &HeaderMap, e: PasswordError) -> Response {
+    tracing::warn!(error = %e, "a new password could not be hashed");
+    match e {
+        PasswordError::Memory(_) => fail(t, headers, StatusCode::SERVICE_UNAVAILABLE, t.err_unavailable),
+        e => fail(t, headers, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
 /// Opens the connection, loads the flow, parses the form and checks its CSRF token.
 pub(super) async fn begin<T: DeserializeOwned + HasCsrf>(
     state: &AppState,
@@ -525,9 +535,7 @@ pub async fn register(
     }
     human.password_hash = match state.hasher.hash(&form.password).await {
         Ok(h) => Some(h),
-        Err(e) => {
-            return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
-        }
+        Err(e) => return hash_fail(t, &headers, e),
     };
     let now = state.clock.now();
     human.password_changed_at = Some(now);
@@ -581,9 +589,7 @@ pub async fn change_password(
     }
     let hash = match state.hasher.hash(&form.password).await {
         Ok(h) => h,
-        Err(e) => {
-            return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
-        }
+        Err(e) => return hash_fail(t, &headers, e),
     };
     // Only while the password checked still counts: the user may have been cut off while the
     // new one was hashed.
@@ -753,9 +759,7 @@ pub async fn init_password(
     }
     let hash = match state.hasher.hash(&form.password).await {
         Ok(h) => h,
-        Err(e) => {
-            return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
-        }
+        Err(e) => return hash_fail(t, &headers, e),
     };
     let now = state.clock.now();
     // The code arrived by e-mail, which proves the address. A reset also ends the sessions and
