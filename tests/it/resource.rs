@@ -283,10 +283,11 @@ on_both!(revocation_endpoint, |srv| {
         let (s, _, _) = form(srv, "/oauth/v2/revoke", Some((&client_id, &secret)), &[("token", tok)]).await;
         assert_eq!(s, 200);
     }
-    let (s, _, b) =
+    // A hint latch does not know is ignored (RFC 7009 2.2), also for a token it revokes.
+    let (s, _, _) =
         form(srv, "/oauth/v2/revoke", Some((&client_id, &secret)), &[("token", "x"), ("token_type_hint", "id_token")])
             .await;
-    assert_eq!((s, b["error"].as_str()), (400, Some("unsupported_token_type")));
+    assert_eq!(s, 200);
     let (s, _, b) = form(srv, "/oauth/v2/revoke", Some((&client_id, &secret)), &[]).await;
     assert_eq!((s, b["error"].as_str()), (400, Some("invalid_request")));
     let (s, h, b) = form(srv, "/oauth/v2/revoke", Some((&client_id, "wrong")), &[("token", "x")]).await;

@@ -1087,6 +1087,8 @@ on_both!(imported_machine_users_and_applications_keep_their_client_ids_apart, |s
         with_api_app("org-e", "m-d-id"),
         {"orgId": "org-f", "org": {"name": "F"}, "machineUsers": [machine("printer", "m-f")]},
         {"orgId": "org-g", "org": {"name": "G"}, "machineUsers": [machine("m-g", &printer_id)]},
+        with_api_app("org-h", "Latch"),
+        {"orgId": "org-i", "org": {"name": "I"}, "projects": [{"projectId": "latch", "project": {"name": "P"}}]},
     ]});
     let before = counts(srv).await;
     let r = import(srv, json!({"dataOrgs": orgs, "timeout": "1m"})).await;
@@ -1098,8 +1100,13 @@ on_both!(imported_machine_users_and_applications_keep_their_client_ids_apart, |s
         ("org-e", "client id"),
         ("org-f", "another user's name"),
         ("org-g", "another user's id"),
+        ("org-h", "reserved"),
+        ("org-i", "reserved"),
     ] {
-        let found = errors.iter().any(|e| e["id"] == org && e["message"].as_str().unwrap().contains(text));
+        let found = errors.iter().any(|e| {
+            let m = e["message"].as_str().unwrap();
+            (e["id"] == org || m.contains(&format!("organization {org} was"))) && m.contains(text)
+        });
         assert!(found, "{org}: {r}");
     }
     let imported: Vec<&str> =

@@ -418,6 +418,14 @@ fn known_project(plan: &Plan, ex: &Existing, id: &str) -> bool {
     ex.projects.contains(id) || plan.projects.iter().any(|p| p.project_id == id)
 }
 
+/// Project ids and client ids go into the audience of the tokens issued to them: one named as
+/// latch's own API (`latch`) would make those tokens management-API tokens.
+fn reserved(id: &str) -> bool {
+    id.eq_ignore_ascii_case(crate::api::auth::API_AUDIENCE)
+}
+
+const RESERVED: &str = "the id 'latch' is reserved: it is the audience of latch's own API";
+
 fn check_projects(ck: &mut Check, d: &DataOrg, ex: &Existing, plan: &mut Plan, ok: &mut SuccessOrg, now: i64) {
     let org_id = ck.org_id.to_string();
     let mut names = HashSet::new();
@@ -427,6 +435,10 @@ fn check_projects(ck: &mut Check, d: &DataOrg, ex: &Existing, plan: &mut Plan, o
         let valid = ck.check("project", id, validate::required(r, "projectId", id, 200).map_err(Into::into))
             && ck.check("project", id, validate::required(r, "project.name", &p.project.name, 200).map_err(Into::into));
         if !valid {
+            continue;
+        }
+        if reserved(id) {
+            ck.fail("project", id, RESERVED.to_string());
             continue;
         }
         if ex.projects.contains(id) {
@@ -574,6 +586,10 @@ fn check_apps(ck: &mut Check, d: &DataOrg, ex: &Existing, plan: &mut Plan, ok: &
             AppKind::Api { auth_method } => *auth_method == ApiAuthMethod::Basic,
         };
         let client_id = if client_id.trim().is_empty() { crate::id::new_id() } else { client_id.trim().to_string() };
+        if reserved(&client_id) {
+            ck.fail(kind_name, id, RESERVED.to_string());
+            continue;
+        }
         if !client_ids.insert(client_id.clone()) {
             ck.fail(kind_name, id, format!("the client id '{client_id}' occurs more than once in the organization"));
             continue;
