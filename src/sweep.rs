@@ -36,14 +36,32 @@ impl Report {
     pub fn total(&self) -> u64 {
         self.0.iter().map(|(_, n)| n).sum()
     }
+
+    /// Whether some table gave all a round may delete: more may be due.
+    fn at_cap(&self, batch: i64, max_batches: usize) -> bool {
+        self.0.iter().any(|(_, n)| *n >= batch as u64 * max_batches as u64)
+    }
+
+    fn add(&mut self, other: Report) {
+        for (table, n) in other.0 {
+            match self.0.iter_mut().find(|(t, _)| *t == table) {
+                Some((_, m)) => *m += n,
+                None => self.0.push((table, n)),
+            }
+        }
+    }
 }
 
 /// One round: deletes expired rows, `batch` at a time, at most `max_batches` per table.
 pub async fn sweep(db: &Db, now: i64, batch: i64, max_batches: usize) -> Result<Report> {
     let mut report = Report::default();
     for (table, key, grace, unless) in TABLES {
+        // The expiry again outside the subquery: on PostgreSQL a row renewed in place while the
+        // delete waits for it (a session signed in again, a code e-mailed again) is checked anew
+        // against these conditions, not against the key the subquery picked, and stays.
         let sql = format!(
-            "DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} WHERE expires_at < $1{unless} LIMIT $2)"
+            "DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} WHERE expires_at < $1{unless} LIMIT $2) \
+             AND expires_at < $1{unless}"
         );
         let mut deleted = 0u64;
         for _ in 0..max_batches {
@@ -55,6 +73,32 @@ pub async fn sweep(db: &Db, now: i64, batch: i64, max_batches: usize) -> Result<
             }
         }
         report.0.push((table, deleted));
+    }
+    Ok(report)
+}
+
+/// Rounds of [`sweep`] until one leaves no table at its cap, or `max_rounds` have run, `pause`
+/// apart: a backlog (a load that expires more rows per interval than a round deletes) is worked
+/// off now, in bounded deletes, instead of growing round after round.
+pub async fn sweep_until_done(
+    db: &Db,
+    now: i64,
+    batch: i64,
+    max_batches: usize,
+    max_rounds: usize,
+    pause: Duration,
+) -> Result<Report> {
+    let mut report = Report::default();
+    for round in 0..max_rounds {
+        if round > 0 {
+            tokio::time::sleep(pause).await;
+        }
+        let r = sweep(db, now, batch, max_batches).await?;
+        let more = r.at_cap(batch, max_batches);
+        report.add(r);
+        if !more {
+            break;
+        }
     }
     Ok(report)
 }
@@ -73,7 +117,13 @@ pub fn spawn(
         loop {
             tokio::select! {
                 _ = tick.tick() => {
-                    match sweep(&db, clock.now(), 1000, 20).await {
+                    // Up to an hour's worth of rounds a second apart; shutdown cancels it between deletes.
+                    let rounds = sweep_until_done(&db, clock.now(), 1000, 20, 3600, Duration::from_secs(1));
+                    let done = tokio::select! {
+                        r = rounds => r,
+                        _ = shutdown.changed() => break,
+                    };
+                    match done {
                         Ok(r) if r.total() > 0 => tracing::info!(deleted = r.total(), details = ?r.0, "sweep removed expired rows"),
                         Ok(_) => {}
                         Err(e) => tracing::warn!(error = %e, "sweep failed; will retry"),
