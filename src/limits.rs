@@ -209,8 +209,9 @@ impl RateLimits {
                 .flat_map(|v| v.split(','))
                 .map(str::trim)
                 .collect();
+            // Some proxies write the client's port too (`1.2.3.4:5678`, `[2001:db8::1]:5678`).
             if let Some(e) = entries.len().checked_sub(hops).and_then(|i| entries.get(i))
-                && let Ok(ip) = e.parse::<IpAddr>()
+                && let Some(ip) = e.parse::<IpAddr>().ok().or_else(|| e.parse::<SocketAddr>().ok().map(|a| a.ip()))
             {
                 return Some(ip);
             }
@@ -431,5 +432,12 @@ mod tests {
         assert_eq!(two.client_ip(&h, Some(peer)), Some("6.6.6.6".parse().unwrap()));
         let too_many_hops = RateLimits::new(settings(3));
         assert_eq!(too_many_hops.client_ip(&h, Some(peer)), Some(peer.ip()));
+        // An entry with the client's port names the client, not the proxy.
+        for (entry, ip) in [("203.0.113.7:5678", "203.0.113.7"), ("[2001:db8::1]:443", "2001:db8::1")] {
+            h.insert("x-forwarded-for", entry.parse().unwrap());
+            assert_eq!(one_proxy.client_ip(&h, Some(peer)), Some(ip.parse().unwrap()), "{entry}");
+        }
+        h.insert("x-forwarded-for", "unknown".parse().unwrap());
+        assert_eq!(one_proxy.client_ip(&h, Some(peer)), Some(peer.ip()));
     }
 }
