@@ -50,6 +50,8 @@ pub struct Inner {
     pub limits: Arc<crate::limits::RateLimits>,
     /// This replica's mirror of the revocation table.
     pub revocations: Arc<crate::revocations::Revocations>,
+    /// Work requests left running after their answers; shutdown waits for it.
+    pub background: crate::background::Background,
 }
 
 impl Deref for AppState {
@@ -178,6 +180,7 @@ pub async fn start(settings: Settings, clock: SharedClock) -> Result<Started, St
         limits: crate::limits::RateLimits::new(settings.limits.clone()),
         cache: crate::cache::ConfigCache::new(clock.clone()),
         revocations: Arc::default(),
+        background: crate::background::Background::default(),
         hasher: PasswordHasher::new(settings.argon2, cores),
         mailer: crate::login::email::Mailer::from_settings(&settings).map_err(StartError::Mail)?,
         otp_cipher: crate::crypto::aead::Aead::derive(&master, crate::crypto::aead::Purpose::OtpSecret)
@@ -266,7 +269,9 @@ pub async fn serve(
     let app = router(state.clone());
     let connections = crate::http::Connections::new(&state.settings.limits);
     let result = connections.accept_until(listener, app, shutdown, grace).await;
-    // E-mail the last requests handed to the SMTP queue goes out before the process does.
+    // What the last requests left running (logout tokens on their way, e-mail begun after an
+    // answer) ends before the process does, and so does e-mail handed to the SMTP queue.
+    state.background.wait(grace).await;
     state.mailer.flush(grace).await;
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(5), maintenance).await;

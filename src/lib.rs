@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod api;
 pub mod app;
+pub mod background;
 pub mod bootstrap;
 pub mod cache;
 pub mod clock;

@@ -187,11 +187,11 @@ pub async fn import(
     // The users of every organization committed get their messages, whatever came after; those
     // of a commit that ends later get them when it does.
     if !done.notify.is_empty() {
-        tokio::spawn(send_messages(state.clone(), done.notify));
+        state.background.spawn(send_messages(state.clone(), done.notify));
     }
     if done.committing.is_some() {
         let state = state.clone();
-        tokio::spawn(async move {
+        state.clone().background.spawn(async move {
             let late = ledger.settle(std::time::Duration::MAX).await;
             if !late.notify.is_empty() {
                 send_messages(state, late.notify).await;

@@ -137,7 +137,7 @@ pub async fn send_code(state: &AppState, c: &mut Conn, f: &Flow, purpose: &str, 
     }
     if let Some((u, purpose)) = f.code_user().filter(|(u, _)| not_signing_in(f.t, u).is_none()) {
         let (state, t, u) = (state.clone(), f.t, u.clone());
-        tokio::spawn(async move {
+        state.clone().background.spawn(async move {
             // Whether the user's organization offers reset is read here too, after the answer:
             // reading its policy before would take longer for a known name than for another.
             let sent = match state.db.conn().await {

@@ -93,7 +93,7 @@ pub async fn notify(state: &AppState, c: &mut Conn, ended: &[Session]) -> Result
                 continue;
             }
         };
-        tokio::spawn(deliver(uri, token, client_id, state.settings.backchannel_private_targets));
+        state.background.spawn(deliver(uri, token, client_id, state.settings.backchannel_private_targets));
     }
     Ok(())
 }

@@ -585,6 +585,48 @@ on_both!(back_channel_logout_notifies_the_applications_of_the_session, |srv| {
     assert_eq!(srv.count("session_client").await, 0);
 });
 
+/// Stopping latch right after a sign-out: the logout token on its way to an application that
+/// takes a second to answer is delivered before latch has stopped, not cut off with it.
+async fn a_logout_token_on_its_way_is_delivered_before_latch_stops(backend: crate::harness::Backend) {
+    let (tx, mut received) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let app = axum::Router::new().route(
+        "/backchannel",
+        axum::routing::post(move |body: String| {
+            let tx = tx.clone();
+            async move {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                let _ = tx.send(body);
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let uri = format!("http://{}/backchannel", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let server = crate::harness::TestServer::start(backend).await;
+    let srv = &server;
+    human(srv, "alice", "Wonder-land1").await;
+    let (client_id, _, _) = oidc_app(srv, json!({"backChannelLogoutUri": uri, "devMode": true})).await;
+    srv.put("/v2/features/instance", json!({"enableBackChannelLogout": true})).await.ok();
+    let b = Browser::new(srv);
+    code_for(srv, &b, &client_id, "openid").await;
+    assert_eq!(b.sign_out("/oidc/v1/end_session").await.status, 200);
+    assert!(received.try_recv().is_err(), "the application is still answering");
+    server.stop().await;
+    let body = received.try_recv().expect("the logout token was delivered before latch stopped");
+    assert!(body.contains("logout_token="), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_logout_token_on_its_way_is_delivered_before_latch_stops_sqlite() {
+    a_logout_token_on_its_way_is_delivered_before_latch_stops(crate::harness::Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_logout_token_on_its_way_is_delivered_before_latch_stops_postgres() {
+    a_logout_token_on_its_way_is_delivered_before_latch_stops(crate::harness::Backend::Postgres).await;
+}
+
 // An organization's owner registers the back-channel URI: with private targets denied (the
 // default away from a developer's machine) a URI naming a loopback, private or link-local
 // address gets nothing, whatever the application's devMode says.
