@@ -87,6 +87,19 @@ on_both!(machine_users_and_secrets, |srv| {
     srv.post(&format!("/management/v1/users/{admin}/keys"), json!({"type": "KEY_TYPE_JSON"})).await.err(400, 9);
 });
 
+// A new application's client id is no user's name or id (the client id of that user's
+// client_credentials or jwt-bearer tokens): a drawn id that is one is drawn again.
+on_both!(a_new_client_id_is_no_users_name_or_id, |srv| {
+    use latch::management::apps::fresh_client_id;
+    let r = srv.post("/management/v1/users/machine", json!({"userName": "m-taken", "name": "M"})).await;
+    let user_id = r.ok()["userId"].as_str().unwrap().to_string();
+    let mut c = srv.state.db.conn().await.unwrap();
+    let mut drawn = ["m-taken".to_string(), user_id, "free".to_string()].into_iter();
+    assert_eq!(fresh_client_id(&mut c, || drawn.next().unwrap()).await.unwrap(), "free");
+    let e = fresh_client_id(&mut c, || "m-taken".to_string()).await.unwrap_err();
+    assert_eq!(e.code, latch::api::error::Code::Internal);
+});
+
 on_both!(machine_keys, |srv| {
     let (id, _) = srv.machine_with_roles(None, "signer", &[]).await;
     let keys = format!("/management/v1/users/{id}/keys");
