@@ -289,17 +289,19 @@ impl TestServer {
     }
 }
 
-/// Declares a test that runs once on SQLite and once on PostgreSQL.
+/// Declares a test that runs once on SQLite and once on PostgreSQL; with `config: |c| ...` the
+/// servers start with that change to the test configuration.
 #[macro_export]
 macro_rules! on_both {
-    ($name:ident, |$srv:ident| $body:block) => {
+    ($name:ident, config: |$c:ident| $adjust:expr, |$srv:ident| $body:block) => {
         mod $name {
             #[allow(unused_imports)]
             use super::*;
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
-                let $srv = $crate::harness::TestServer::start($crate::harness::Backend::Sqlite).await;
+                let $srv =
+                    $crate::harness::TestServer::start_with($crate::harness::Backend::Sqlite, |$c| $adjust).await;
                 {
                     let $srv = &$srv;
                     $body
@@ -309,7 +311,8 @@ macro_rules! on_both {
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
-                let $srv = $crate::harness::TestServer::start($crate::harness::Backend::Postgres).await;
+                let $srv =
+                    $crate::harness::TestServer::start_with($crate::harness::Backend::Postgres, |$c| $adjust).await;
                 {
                     let $srv = &$srv;
                     $body
@@ -317,5 +320,8 @@ macro_rules! on_both {
                 $srv.stop().await;
             }
         }
+    };
+    ($name:ident, |$srv:ident| $body:block) => {
+        $crate::on_both!($name, config: |_c| {}, |$srv| $body);
     };
 }

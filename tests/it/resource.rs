@@ -630,35 +630,20 @@ async fn a_logout_token_on_its_way_is_delivered_before_latch_stops_postgres() {
 // An organization's owner registers the back-channel URI: with private targets denied (the
 // default away from a developer's machine) a URI naming a loopback, private or link-local
 // address gets nothing, whatever the application's devMode says.
-async fn no_logout_token_to_a_private_address(backend: crate::harness::Backend) {
-    let srv = crate::harness::TestServer::start_with(backend, |c| c.backchannel_private_targets = "deny".into()).await;
-    {
-        let srv = &srv;
-        human(srv, "alice", "Wonder-land1").await;
-        let (uri, mut received) = logout_receiver().await;
-        let (client_id, _, _) = oidc_app(srv, json!({"backChannelLogoutUri": uri, "devMode": true})).await;
-        srv.put("/v2/features/instance", json!({"enableBackChannelLogout": true})).await.ok();
-        let b = Browser::new(srv);
-        code_for(srv, &b, &client_id, "openid").await;
-        assert_eq!(srv.count("session_client").await, 1);
-        b.sign_out("/oidc/v1/end_session").await;
-        assert!(
-            tokio::time::timeout(std::time::Duration::from_millis(1500), received.recv()).await.is_err(),
-            "a logout token went to {uri}"
-        );
-    }
-    srv.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_logout_token_to_a_private_address_sqlite() {
-    no_logout_token_to_a_private_address(crate::harness::Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_logout_token_to_a_private_address_postgres() {
-    no_logout_token_to_a_private_address(crate::harness::Backend::Postgres).await;
-}
+on_both!(no_logout_token_to_a_private_address, config: |c| c.backchannel_private_targets = "deny".into(), |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let (uri, mut received) = logout_receiver().await;
+    let (client_id, _, _) = oidc_app(srv, json!({"backChannelLogoutUri": uri, "devMode": true})).await;
+    srv.put("/v2/features/instance", json!({"enableBackChannelLogout": true})).await.ok();
+    let b = Browser::new(srv);
+    code_for(srv, &b, &client_id, "openid").await;
+    assert_eq!(srv.count("session_client").await, 1);
+    b.sign_out("/oidc/v1/end_session").await;
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(1500), received.recv()).await.is_err(),
+        "a logout token went to {uri}"
+    );
+});
 
 on_both!(nul_characters_are_client_errors_on_the_protocol_endpoints, |srv| {
     human(srv, "alice", "Wonder-land1").await;

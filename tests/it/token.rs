@@ -34,6 +34,15 @@ pub async fn token(srv: &TestServer, basic: Option<(&str, &str)>, form: &[(&str,
     TokenCall { status, body, headers }
 }
 
+/// A refresh_token grant with Basic credentials, narrowed to `scope` when one is given.
+pub async fn refresh_grant(srv: &TestServer, basic: (&str, &str), rt: &str, scope: Option<&str>) -> TokenCall {
+    let mut form = vec![("grant_type", "refresh_token"), ("refresh_token", rt)];
+    if let Some(s) = scope {
+        form.push(("scope", s));
+    }
+    token(srv, Some(basic), &form).await
+}
+
 /// Redeems a code issued for `CB` with its PKCE verifier.
 pub async fn exchange_code(srv: &TestServer, basic: Option<(&str, &str)>, code: &str, verifier: &str) -> TokenCall {
     let form =
@@ -399,13 +408,7 @@ on_both!(refresh_rotation_and_reuse_detection, |srv| {
     let rt1 = t.ok()["refresh_token"].as_str().expect("offline_access gives a refresh token").to_string();
     let refresh = |rt: String, scope: Option<&'static str>| {
         let (cid, sec) = (client_id.clone(), secret.clone());
-        async move {
-            let mut form = vec![("grant_type", "refresh_token"), ("refresh_token", rt.as_str())];
-            if let Some(s) = scope {
-                form.push(("scope", s));
-            }
-            token(srv, Some((&cid, &sec)), &form).await
-        }
+        async move { refresh_grant(srv, (&cid, &sec), &rt, scope).await }
     };
     let r2 = refresh(rt1.clone(), None).await;
     let t2 = r2.ok().clone();
@@ -577,7 +580,7 @@ on_both!(a_refresh_that_fails_on_the_servers_side_leaves_its_token_usable, |srv|
     let rt = t.ok()["refresh_token"].as_str().unwrap().to_string();
     let refresh = |rt: String| {
         let (cid, sec) = (client_id.clone(), secret.clone());
-        async move { token(srv, Some((&cid, &sec)), &[("grant_type", "refresh_token"), ("refresh_token", &rt)]).await }
+        async move { refresh_grant(srv, (&cid, &sec), &rt, None).await }
     };
     let set_roles = |keys: &'static str| {
         let alice = alice.clone();
@@ -605,16 +608,10 @@ on_both!(a_refresh_that_fails_on_the_servers_side_leaves_its_token_usable, |srv|
     refresh(next).await.err(400, "invalid_grant");
 });
 
-/// With a reuse interval (LATCH_REFRESH_REUSE_INTERVAL) a rotated refresh token is served again
-/// within it, each use making another successor (a client whose answer was lost retries);
-/// after it, a use is reuse and revokes the whole chain, the successors of every use included.
-async fn a_refresh_token_may_be_used_again_within_the_reuse_interval(backend: crate::harness::Backend) {
-    let server = TestServer::start_with(backend, |c| c.refresh_reuse_interval = "30s".into()).await;
-    reused_within_the_interval(&server).await;
-    server.stop().await;
-}
-
-async fn reused_within_the_interval(srv: &TestServer) {
+// With a reuse interval (LATCH_REFRESH_REUSE_INTERVAL) a rotated refresh token is served again
+// within it, each use making another successor (a client whose answer was lost retries);
+// after it, a use is reuse and revokes the whole chain, the successors of every use included.
+on_both!(a_refresh_token_may_be_used_again_within_the_reuse_interval, config: |c| c.refresh_reuse_interval = "30s".into(), |srv| {
     let (client_id, secret, _) = oidc_app(srv, json!({})).await;
     let secret = secret.unwrap();
     human(srv, "alice", "Wonder-land1").await;
@@ -625,11 +622,7 @@ async fn reused_within_the_interval(srv: &TestServer) {
     let refresh = |rt: String, scope: Option<&'static str>| {
         let (cid, sec) = (client_id.clone(), secret.clone());
         async move {
-            let mut form = vec![("grant_type", "refresh_token"), ("refresh_token", rt.as_str())];
-            if let Some(s) = scope {
-                form.push(("scope", s));
-            }
-            let r = token(srv, Some((&cid, &sec)), &form).await;
+            let r = refresh_grant(srv, (&cid, &sec), &rt, scope).await;
             r.ok();
             r.body["refresh_token"].as_str().unwrap().to_string()
         }
@@ -644,24 +637,11 @@ async fn reused_within_the_interval(srv: &TestServer) {
     let next = refresh(retried, None).await;
     // The interval counts from the first rotation: a second later the old token is reused.
     srv.clock.advance(2);
-    let r = token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", &rt1)]).await;
-    r.err(400, "invalid_grant");
+    refresh_grant(srv, (&client_id, &secret), &rt1, None).await.err(400, "invalid_grant");
     for rt in [next, lost_next, narrowed] {
-        let r =
-            token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", &rt)]).await;
-        r.err(400, "invalid_grant");
+        refresh_grant(srv, (&client_id, &secret), &rt, None).await.err(400, "invalid_grant");
     }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refresh_token_may_be_used_again_within_the_reuse_interval_sqlite() {
-    a_refresh_token_may_be_used_again_within_the_reuse_interval(crate::harness::Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refresh_token_may_be_used_again_within_the_reuse_interval_postgres() {
-    a_refresh_token_may_be_used_again_within_the_reuse_interval(crate::harness::Backend::Postgres).await;
-}
+});
 
 on_both!(code_reuse_revokes_the_refresh_chain, |srv| {
     let (client_id, secret, _) = oidc_app(srv, json!({})).await;
