@@ -21,7 +21,7 @@ const ALL: [Method; 4] = [Method::Basic, Method::Post, Method::None, Method::Pri
 pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthResult<TokenResponse> {
     let now = state.clock.now();
     let successor = secret::new_secret();
-    let mut rotated = None;
+    let mut rotated = false;
     let result = refresh(state, headers, form, now, &successor, &mut rotated).await;
     // The token was rotated but the request failed on latch's side (a store that went away, a
     // key that could not sign): its successor was never handed out, so the rotation is taken
@@ -29,14 +29,16 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     // is still gone the token stays used up, as before. With a reuse interval a retry within
     // it is served anyway, and the rotation is left alone: it may be a second one, after a first
     // whose successor was handed out in the same second, which an undo would take back too.
-    if let (Err(e), Some(old)) = (&result, rotated)
+    if let Err(e) = &result
+        && rotated
         && matches!(e.code, ErrorCode::ServerError | ErrorCode::TemporarilyUnavailable)
         && state.settings.refresh_reuse_interval == 0
+        && let Ok(Some(token)) = form.get("refresh_token")
     {
         let undone = match state.db.conn().await {
-            Ok(mut c) => {
-                refresh::unrotate(&mut c, &old, &secret::digest(&successor), now).await.map_err(|e| e.to_string())
-            }
+            Ok(mut c) => refresh::unrotate(&mut c, &secret::digest(token), &secret::digest(&successor), now)
+                .await
+                .map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
         match undone {
@@ -48,15 +50,14 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     result
 }
 
-/// The grant; `rotated` is set to the token's digest once the token is rotated (its successor,
-/// `successor`, stored).
+/// The grant; `rotated` is set once the token is rotated (its successor, `successor`, stored).
 async fn refresh(
     state: &AppState,
     headers: &HeaderMap,
     form: &Form,
     now: i64,
     successor: &str,
-    rotated: &mut Option<Vec<u8>>,
+    rotated: &mut bool,
 ) -> OAuthResult<TokenResponse> {
     let presented = client_auth::presented(headers, form)?
         .ok_or_else(|| OAuthError::invalid_client("client authentication is required"))?;
@@ -88,9 +89,7 @@ async fn refresh(
         Some(_) => None,
     };
     let was_rotated_here = renewed.is_some();
-    if was_rotated_here {
-        *rotated = Some(hash.clone());
-    }
+    *rotated = was_rotated_here;
     let row = match renewed {
         Some(row) => row,
         None => refresh::get(&mut c, &hash)
@@ -155,9 +154,8 @@ async fn refresh(
         let next = secret::digest(successor);
         refresh::rotate_live(&mut c, &hash, &client.app.client_id, &next, now, idle, reuse_after).await?.is_some()
     };
-    if rotated_now {
-        *rotated = Some(hash.clone());
-    } else {
+    *rotated = rotated_now;
+    if !rotated_now {
         // Another request rotated it a moment ago: treat as reuse.
         revoke_grant(state, &mut c, &row.grant_id).await?;
         return Err(OAuthError::invalid_grant("the refresh token was used before; its chain is revoked"));
