@@ -129,8 +129,17 @@ pub async fn unrotate(c: &mut Conn, token_hash: &[u8], new_hash: &[u8], rotated_
     const GONE: &str = "DELETE FROM refresh_token WHERE token_hash = $2 AND rotated_at IS NULL AND revoked_at IS NULL";
     const BACK: &str = "UPDATE refresh_token SET rotated_at = NULL \
          WHERE token_hash = $1 AND rotated_at = $3 AND revoked_at IS NULL";
+    // On PostgreSQL both rows are locked first, in token_hash order, the order every statement
+    // that writes several of a chain's rows takes them in (see [`revoke_all`]): a delete of the
+    // successor before the update of the token would otherwise wait for the one a revocation
+    // of the chain holds while it waits for the other (a deadlock, one of them aborted).
     let sql = if c.backend_name() == "PostgreSQL" {
-        format!("WITH gone AS ({GONE} RETURNING grant_id) {BACK} AND grant_id IN (SELECT grant_id FROM gone)")
+        format!(
+            "WITH locked AS (SELECT token_hash FROM refresh_token WHERE token_hash IN ($1, $2) \
+               ORDER BY token_hash FOR UPDATE), \
+             gone AS ({GONE} AND (SELECT count(*) FROM locked) = 2 RETURNING grant_id) \
+             {BACK} AND grant_id IN (SELECT grant_id FROM gone)"
+        )
     } else {
         format!("{GONE}; {BACK} AND changes() = 1")
     };
@@ -169,7 +178,16 @@ pub async fn revoke_sessions(c: &mut Conn, session_ids: &[String], now: i64) -> 
 /// only its holder can send, and a chain longer than the bound is revoked by the next reuse.
 async fn revoke_all(c: &mut Conn, column: &'static str, value: &str, now: i64) -> Result<u64> {
     const PASSES: usize = 8;
-    let sql = format!("UPDATE refresh_token SET revoked_at = $1 WHERE {column} = $2 AND revoked_at IS NULL");
+    // PostgreSQL: the rows are locked in token_hash order, as [`unrotate`] locks its two.
+    let sql = if c.backend_name() == "PostgreSQL" {
+        format!(
+            "UPDATE refresh_token SET revoked_at = $1 WHERE revoked_at IS NULL AND token_hash IN \
+               (SELECT token_hash FROM refresh_token WHERE {column} = $2 AND revoked_at IS NULL \
+                ORDER BY token_hash FOR UPDATE)"
+        )
+    } else {
+        format!("UPDATE refresh_token SET revoked_at = $1 WHERE {column} = $2 AND revoked_at IS NULL")
+    };
     let mut total = 0;
     for _ in 0..PASSES {
         let n = sqlx::query(&sql).bind(now).bind(value).execute(&mut *c).await?.rows_affected();

@@ -319,6 +319,51 @@ on_both!(a_revocation_racing_a_rotation_leaves_no_live_successor, |srv| {
     }
 });
 
+// On PostgreSQL the undo of a rotation (delete the successor, make the token live again) and a
+// revocation of the chain (a reuse elsewhere) write the same two rows: both lock them in one
+// order, so neither holds one while waiting for the other (a deadlock, which PostgreSQL breaks
+// after a second by aborting one: a reuse whose revocation was lost). A third transaction holds
+// the successor's row while the undo, then the revocation, start: in the old order the undo
+// waited for the successor first in line, the revocation behind it holding the token's row.
+// SQLite's writers take turns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undone_rotation_and_a_revocation_of_its_chain_lock_in_one_order() {
+    use latch::store::refresh;
+    let srv = TestServer::start(crate::harness::Backend::Postgres).await;
+    let t = now();
+    let mut c = srv.state.db.conn().await.unwrap();
+    refresh::insert(&mut c, &refresh_row(b"live", "g1", t, t + 100)).await.unwrap();
+    assert!(refresh::rotate_live(&mut c, b"live", "client", b"next", t, 1000, i64::MAX).await.unwrap().is_some());
+    drop(c);
+    let mut holder = srv.state.db.begin().await.unwrap();
+    sqlx::query("SELECT token_hash FROM refresh_token WHERE token_hash = $1 FOR UPDATE")
+        .bind(b"next".to_vec())
+        .fetch_all(&mut *holder)
+        .await
+        .unwrap();
+    let db = srv.state.db.clone();
+    let undo = tokio::spawn(async move { refresh::unrotate(&mut db.conn().await.unwrap(), b"live", b"next", t).await });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let db = srv.state.db.clone();
+    let revocation = tokio::spawn(async move { refresh::revoke_grant(&mut db.conn().await.unwrap(), "g1", t).await });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!undo.is_finished() && !revocation.is_finished(), "both wait");
+    holder.commit().await.unwrap();
+    let wait = std::time::Duration::from_secs(10);
+    let undone = tokio::time::timeout(wait, undo).await.unwrap().unwrap();
+    let revoked = tokio::time::timeout(wait, revocation).await.unwrap().unwrap();
+    assert!(undone.is_ok() && revoked.is_ok(), "undo {undone:?}, revocation {revoked:?}");
+    let mut c = srv.state.db.conn().await.unwrap();
+    let (live,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM refresh_token WHERE grant_id = 'g1' AND revoked_at IS NULL")
+            .fetch_one(&mut *c)
+            .await
+            .unwrap();
+    assert_eq!(live, 0, "whichever went first, the chain ends revoked");
+    drop(c);
+    srv.stop().await;
+}
+
 // The code's redemption stores its first refresh token in the same round trip: once, only for
 // a code that carries a seed and has not expired, never on a second use (on SQLite the insert
 // must follow only the update that just marked the code).
