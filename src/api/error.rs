@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::crypto::password::PasswordError;
 use crate::domain::validate::Invalid;
 use crate::store::StoreError;
 
@@ -108,6 +109,20 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<PasswordError> for ApiError {
+    /// A hash that got no memory is the machine's state of the moment, not the caller's fault
+    /// nor a defect: 503, try again. Other hashing failures are internal.
+    fn from(e: PasswordError) -> Self {
+        match e {
+            PasswordError::Memory(kib) => {
+                tracing::warn!(memory_kib = kib, "no memory for a password hash");
+                ApiError::new(Code::Unavailable, "no memory for the password hash at the moment, try again")
+            }
+            other => ApiError::internal(other),
+        }
+    }
+}
+
 impl From<Invalid> for ApiError {
     fn from(e: Invalid) -> Self {
         ApiError::invalid(e.0)
@@ -154,4 +169,18 @@ pub async fn method_not_allowed() -> Response {
     let mut r = ApiError::new(Code::Unimplemented, "Method Not Allowed").into_response();
     *r.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hash_without_memory_is_unavailable_and_other_hash_failures_internal() {
+        let e = ApiError::from(PasswordError::Memory(1 << 20));
+        assert_eq!((e.code, e.code.status()), (Code::Unavailable, StatusCode::SERVICE_UNAVAILABLE));
+        assert!(e.message.contains("try again"), "{}", e.message);
+        let e = ApiError::from(PasswordError::Hashing("bad parameters".into()));
+        assert_eq!((e.code, e.message.as_str()), (Code::Internal, "internal error"));
+    }
 }

@@ -96,11 +96,8 @@ pub async fn prepare(
             Some(policy) => check_against(r, &req.password, policy)?,
             None => check_new_password(state, org_id, r, &req.password).await?,
         }
-        p.human.password_hash = Some(if hash {
-            state.hasher.hash(&req.password).await.map_err(ApiError::internal)?
-        } else {
-            DRY_RUN_HASH.to_string()
-        });
+        p.human.password_hash =
+            Some(if hash { state.hasher.hash(&req.password).await? } else { DRY_RUN_HASH.to_string() });
     }
     if p.human.password_hash.is_some() {
         p.human.password_changed_at = Some(state.clock.now());

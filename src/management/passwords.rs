@@ -26,7 +26,7 @@ pub async fn complexity_policy(c: &mut Conn, org_id: &str) -> ApiResult<Password
 /// Checks a new password against the policy and hashes it.
 pub async fn hash_new_password(state: &AppState, org_id: &str, req: &str, password: &str) -> ApiResult<String> {
     check_new_password(state, org_id, req, password).await?;
-    state.hasher.hash(password).await.map_err(ApiError::internal)
+    Ok(state.hasher.hash(password).await?)
 }
 
 /// Whether `password` may be set in organization `org_id` (length, complexity policy), without
