@@ -29,6 +29,7 @@ pub fn api() -> Table {
         .post("/import", import::import)
         .post("/orgs/_setup", orgs::setup)
         .post("/orgs/_search", orgs::search)
+        .get("/orgs/default", orgs::get_default)
         .get("/orgs/{id}", orgs::get)
         .post("/members", add_member)
         .post("/members/_search", list_members)
@@ -55,6 +56,7 @@ pub fn api() -> Table {
     import::import,
     orgs::setup,
     orgs::search,
+    orgs::get_default,
     orgs::get,
     add_member,
     list_members,

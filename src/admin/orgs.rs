@@ -78,6 +78,21 @@ pub async fn setup(
     Ok(Json(SetUpOrgResponse { details: Details::created(now, &org_id), org_id, user_id }))
 }
 
+/// The default organization: the one created at the first start, where self-registration puts
+/// new users and whose applications form the operator's console. It is fixed: SetDefaultOrg is
+/// not served, since moving it would hand another organization's applications the console's
+/// standing (see the README).
+#[utoipa::path(get, path = "/orgs/default", responses((status = 200, body = GetOrgResponse)))]
+pub async fn get_default(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<GetOrgResponse>> {
+    caller.require(Permission::IamRead)?;
+    let mut c = state.db.lazy();
+    let id = state.cache.default_org(&mut c).await?;
+    let id = id.ok_or_else(|| ApiError::internal("the instance has no default organization"))?;
+    drop(c);
+    let o = load_org(&state, &id).await?;
+    Ok(Json(GetOrgResponse { org: OrgView::from(&o) }))
+}
+
 #[utoipa::path(get, path = "/orgs/{id}", responses((status = 200, body = GetOrgResponse)))]
 pub async fn get(
     State(state): State<AppState>,

@@ -7,6 +7,7 @@ pub mod compliance;
 pub mod global;
 pub mod grants;
 pub mod import;
+pub mod instance;
 pub mod machine;
 pub mod members;
 pub mod org_lifecycle;
@@ -24,6 +25,9 @@ use crate::api::routes::Table;
 /// The operations of `/management/v1`.
 pub fn api() -> Table {
     Table::new("/management/v1")
+        .get("/iam", instance::get_iam)
+        .get("/zitadel/docs", instance::get_oidc_information)
+        .get("/healthz", instance::healthz)
         .post("/orgs", orgs::add_org)
         .get("/orgs/me", orgs::get_my_org)
         .put("/orgs/me", orgs::update_org)
@@ -120,6 +124,9 @@ pub fn api() -> Table {
 /// Their description: every handler of [`api`] is listed here.
 #[derive(utoipa::OpenApi)]
 #[openapi(paths(
+    instance::get_iam,
+    instance::get_oidc_information,
+    instance::healthz,
     orgs::add_org,
     orgs::get_my_org,
     orgs::update_org,

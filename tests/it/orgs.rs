@@ -162,6 +162,39 @@ on_both!(admin_setup_search_get_and_iam_members, |srv| {
 // A write that meets what a concurrent request did between the handler's check and its write
 // says so: a reference deleted meanwhile is "not found" (it was a 500), a member added twice is
 // "already exists" (the second add replaced the first's roles).
+// What a client learns about the instance: GetIAM (any authenticated caller), the default
+// organization (iam.read), GetOIDCInformation and the API's health check (no token).
+on_both!(the_instance_describes_itself, |srv| {
+    let me = srv.get("/management/v1/orgs/me").await;
+    let default_org = me.ok()["org"]["id"].as_str().unwrap().to_string();
+    let other =
+        srv.post("/management/v1/orgs", json!({"name": "Elsewhere"})).await.ok()["id"].as_str().unwrap().to_string();
+    // A machine user of another organization, with no role at all.
+    let (_, pat) = srv.machine_with_roles(Some(&other), "nobody", &[]).await;
+    let iam = srv.call_as(Some(&pat), None, "GET", "/management/v1/iam", json!(null)).await;
+    assert_eq!(iam.ok(), &json!({"globalOrgId": default_org, "iamProjectId": "latch", "defaultOrgId": default_org}));
+    srv.call_as(None, None, "GET", "/management/v1/iam", json!(null)).await.err(401, 16);
+
+    let org = srv.get("/admin/v1/orgs/default").await;
+    assert_eq!(org.ok()["org"]["id"], default_org.as_str());
+    assert_eq!(org.body["org"]["name"], "latch");
+    assert_eq!(org.body["org"]["state"], "ORG_STATE_ACTIVE");
+    srv.call_as(Some(&pat), None, "GET", "/admin/v1/orgs/default", json!(null)).await.err(403, 7);
+    // Another organization by id is still GetOrgByID.
+    let by_id = srv.get(&format!("/admin/v1/orgs/{other}")).await;
+    assert_eq!(by_id.ok()["org"]["name"], "Elsewhere");
+    // The default organization is fixed.
+    srv.call("PUT", &format!("/admin/v1/orgs/default/{other}"), json!({})).await.err(404, 5);
+
+    let docs = srv.call_as(None, None, "GET", "/management/v1/zitadel/docs", json!(null)).await;
+    assert_eq!(
+        docs.ok(),
+        &json!({"issuer": srv.base, "discoveryEndpoint": format!("{}/.well-known/openid-configuration", srv.base)})
+    );
+    let health = srv.call_as(None, None, "GET", "/management/v1/healthz", json!(null)).await;
+    assert_eq!(health.ok(), &json!({}));
+});
+
 on_both!(writes_that_lose_a_race_say_why, |srv| {
     use latch::store::StoreError;
     use latch::store::member::{self, Scope};
