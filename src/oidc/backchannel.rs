@@ -135,8 +135,14 @@ pub fn is_public(ip: IpAddr) -> bool {
                 || v6.is_unique_local()
                 || v6.is_unicast_link_local()
                 || s[0] & 0xffc0 == 0xfec0 // site-local (deprecated, still routed by some)
-                || s[0] == 0x2001 && s[1] == 0x0db8
-                || s[0] == 0x0064 && s[1] == 0xff9b)
+                || s[0] == 0x2001 && s[1] == 0x0db8 // documentation
+                || s[0] == 0x3fff && s[1] < 0x1000 // documentation (3fff::/20)
+                || s[0] == 0x0064 && s[1] == 0xff9b // NAT64, well-known and local-use: an IPv4 behind
+                // IETF protocol assignments (2001::/23): Teredo (2001::/32, whose IPv4 address is
+                // hidden by a XOR), benchmarking, ORCHID
+                || s[0] == 0x2001 && s[1] < 0x0200
+                || s[0] == 0x0100 && s[1] == 0 && s[2] == 0 && s[3] == 0 // discard-only (100::/64)
+                || s[0] == 0x5f00) // SRv6 segment identifiers
         }
     }
 }
@@ -240,12 +246,32 @@ mod tests {
             "fec0::1",
             "2002:7f00:1::1",
             "2002:a9fe:a9fe::1",
+            "64:ff9b:1::a00:1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "2001:2::1",
+            "2001:10::1",
+            "2001:1ff::1",
+            "100::1",
+            "3fff::1",
+            "3fff:fff::1",
+            "5f00::1",
         ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }
-        for public in
-            ["8.8.8.8", "1.1.1.1", "100.128.0.1", "172.32.0.1", "2606:4700::1111", "::ffff:8.8.8.8", "2002:808:808::1"]
-        {
+        for public in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "100.128.0.1",
+            "172.32.0.1",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+            "2002:808:808::1",
+            "2001:200::1",
+            "2001:4860:4860::8888",
+            "3fff:1000::1",
+            "101::1",
+            "100:0:0:1::1",
+        ] {
             assert!(is_public(public.parse().unwrap()), "{public}");
         }
     }
