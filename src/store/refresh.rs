@@ -129,10 +129,11 @@ pub async fn unrotate(c: &mut Conn, token_hash: &[u8], new_hash: &[u8], rotated_
     const GONE: &str = "DELETE FROM refresh_token WHERE token_hash = $2 AND rotated_at IS NULL AND revoked_at IS NULL";
     const BACK: &str = "UPDATE refresh_token SET rotated_at = NULL \
          WHERE token_hash = $1 AND rotated_at = $3 AND revoked_at IS NULL";
-    // On PostgreSQL both rows are locked first, in token_hash order, the order every statement
-    // that writes several of a chain's rows takes them in (see [`revoke_all`]): a delete of the
-    // successor before the update of the token would otherwise wait for the one a revocation
-    // of the chain holds while it waits for the other (a deadlock, one of them aborted).
+    // On PostgreSQL both rows are locked first, in token_hash order, the order [`revoke_all`]
+    // takes a chain's rows in: a delete of the successor before the update of the token would
+    // otherwise wait for the one a revocation of the chain holds while it waits for the other
+    // (a deadlock, one of them aborted). (The sweep's and an application's or organization's
+    // deletes still lock in scan order; they touch expired chains or end them all.)
     let sql = if c.backend_name() == "PostgreSQL" {
         format!(
             "WITH locked AS (SELECT token_hash FROM refresh_token WHERE token_hash IN ($1, $2) \

@@ -159,9 +159,6 @@ on_both!(admin_setup_search_get_and_iam_members, |srv| {
     srv.call_as(Some(&owner), None, "POST", "/management/v1/orgs", json!({"name": "Mine"})).await.err(403, 7);
 });
 
-// A write that meets what a concurrent request did between the handler's check and its write
-// says so: a reference deleted meanwhile is "not found" (it was a 500), a member added twice is
-// "already exists" (the second add replaced the first's roles).
 // What a client learns about the instance: GetIAM (any authenticated caller), the default
 // organization (iam.read), GetOIDCInformation and the API's health check (no token).
 on_both!(the_instance_describes_itself, |srv| {
@@ -195,6 +192,9 @@ on_both!(the_instance_describes_itself, |srv| {
     assert_eq!(health.ok(), &json!({}));
 });
 
+// A write that meets what a concurrent request did between the handler's check and its write
+// says so: a reference deleted meanwhile is "not found" (it was a 500), a member added twice is
+// "already exists" (the second add replaced the first's roles).
 on_both!(writes_that_lose_a_race_say_why, |srv| {
     use latch::store::StoreError;
     use latch::store::member::{self, Scope};

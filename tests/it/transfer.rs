@@ -1089,6 +1089,7 @@ on_both!(imported_machine_users_and_applications_keep_their_client_ids_apart, |s
         {"orgId": "org-g", "org": {"name": "G"}, "machineUsers": [machine("m-g", &printer_id)]},
         with_api_app("org-h", "Latch"),
         {"orgId": "org-i", "org": {"name": "I"}, "projects": [{"projectId": "latch", "project": {"name": "P"}}]},
+        {"orgId": "default", "org": {"name": "Default"}},
     ]});
     let before = counts(srv).await;
     let r = import(srv, json!({"dataOrgs": orgs, "timeout": "1m"})).await;
@@ -1102,6 +1103,7 @@ on_both!(imported_machine_users_and_applications_keep_their_client_ids_apart, |s
         ("org-g", "another user's id"),
         ("org-h", "reserved"),
         ("org-i", "reserved"),
+        ("default", "reserved"),
     ] {
         let found = errors.iter().any(|e| {
             let m = e["message"].as_str().unwrap();

@@ -227,6 +227,16 @@ pub async fn import(
         ck.fail("org", &format!("orgs[{index_in_doc}]"), "orgId is required (at most 200 characters)");
         return Ok(Outcome { errors: ck.errors, ..Outcome::default() });
     }
+    // `GET /admin/v1/orgs/default` is the default organization: one whose id is `default` could
+    // not be read by its id.
+    if org_id == "default" {
+        ck.fail(
+            "org",
+            &org_id,
+            "the organization id 'default' is reserved: /admin/v1/orgs/default is the default organization",
+        );
+        return Ok(Outcome { errors: ck.errors, ..Outcome::default() });
+    }
     let ex = match target.reads() {
         Some(c) => existing(c, &org_id).await?,
         None => {
