@@ -106,13 +106,14 @@ pub async fn lifetimes(state: &AppState, c: &mut impl Source) -> Result<OidcSett
 }
 
 /// Until when a revocation written now must be kept: past every token signed so far and every
-/// token the lifetimes allow from now. The lifetimes are read from the store, not the cache:
-/// another replica may have lengthened them within the last second and be issuing tokens that
-/// live that long.
-pub async fn revocation_until(c: &mut impl Source, now: i64) -> crate::store::Result<i64> {
+/// token the lifetimes allow from now, and past every authorization code issued so far (a code
+/// redeemed after a logout is refused only while the session's entry lasts, and codes may live
+/// longer than tokens). The lifetimes are read from the store, not the cache: another replica
+/// may have lengthened them within the last second and be issuing tokens that live that long.
+pub async fn revocation_until(state: &AppState, c: &mut impl Source, now: i64) -> crate::store::Result<i64> {
     let settings =
         crate::store::setting::load::<OidcSettings>(c.conn().await?, crate::store::setting::INSTANCE).await?;
-    Ok(settings.value.revocation_until(now))
+    Ok(settings.value.revocation_until(now).max(now + state.settings.code_lifetime + 60))
 }
 
 /// Issues an access token; returns it with its claims.

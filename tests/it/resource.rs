@@ -383,6 +383,29 @@ on_both!(end_session_ends_sessions_and_their_tokens, |srv| {
     assert_eq!(r.status, 200);
 });
 
+// A code issued before a logout is refused after it for as long as the code lives, also where
+// tokens live shorter than codes: the session's revocation entry outlasts both (it lasted only
+// as long as the tokens, and the code was taken once it was swept).
+on_both!(a_code_from_before_a_logout_is_refused_all_its_life, config: |c| c.login.code_lifetime = "600s".into(), |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    srv.put("/admin/v1/settings/oidc", json!({"accessTokenLifetime": "60s", "idTokenLifetime": "60s"})).await.ok();
+    // Past every token signed under the longer lifetimes before (revocations outlast those).
+    srv.clock.advance(12 * 3600 + 120);
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+    assert_eq!(b.sign_out("/oidc/v1/end_session").await.status, 200);
+    srv.clock.advance(400);
+    let t = latch::clock::Clock::now(&*srv.clock);
+    srv.state.revocations.prune(t);
+    latch::sweep::sweep(&srv.state.db, t, 1000, 10).await.unwrap();
+    exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await.err(400, "invalid_grant");
+    // A code of a sign-in after the logout is taken, so the refusal above is the logout's.
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
+    exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await.ok();
+});
+
 on_both!(management_api_with_a_jwt_bearer_token, |srv| {
     let (robot, _) = srv.machine_with_roles(None, "ops", &["ORG_OWNER"]).await;
     let (kid, key) = machine_key(srv, &robot).await;
