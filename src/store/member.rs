@@ -182,9 +182,12 @@ pub async fn held_in_org(c: &mut Conn, org_id: &str) -> Result<Held> {
 /// organization rows stay locked until the transaction ends (SQLite's write transaction holds
 /// the whole database), so that two changes at once cannot each leave the other's owner as the
 /// last: the second waits, and then reads the rows the first changed (a state set meanwhile
-/// drops its owner from the list).
+/// drops its owner from the list). The lock is FOR NO KEY UPDATE: it still waits for and holds
+/// off every update and delete of those rows, but not the key-share locks of inserts that refer
+/// to them (an owner's new session, a user registering into the owner's organization), which
+/// would otherwise wait for the administrator's transaction or deadlock with it.
 pub async fn iam_owners_locked(c: &mut Conn) -> Result<Vec<(String, String)>> {
-    let lock = if c.backend_name() == "PostgreSQL" { " FOR UPDATE OF m, a, o" } else { "" };
+    let lock = if c.backend_name() == "PostgreSQL" { " FOR NO KEY UPDATE OF m, a, o" } else { "" };
     let rows: Vec<(String, String, String)> = sqlx::query_as(&format!(
         "SELECT m.user_id, a.org_id, m.roles FROM member m JOIN account a ON a.user_id = m.user_id \
          JOIN org o ON o.org_id = a.org_id \

@@ -125,12 +125,15 @@ impl From<sqlx::Error> for StoreError {
 /// Database error codes that mean "the database is going away or not there yet", not "this
 /// statement is wrong": PostgreSQL's connection exceptions (class 08), operator intervention
 /// (57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, e.g. while starting),
-/// too many connections (53300), and SQLite's busy/locked (5, 6 and their extended codes; SQLite codes are
+/// too many connections (53300), a transaction PostgreSQL rolled back to break a deadlock
+/// (40P01) or a serialization failure (40001), and SQLite's busy/locked (5, 6 and their extended codes; SQLite codes are
 /// numbers shorter than PostgreSQL's five-character SQLSTATEs). A
 /// request that meets one is answered 503, which clients retry, never 500.
 fn is_transient(code: &str) -> bool {
     is_connection_lost(code)
         || code == "53300"
+        || code == "40P01"
+        || code == "40001"
         || (code.len() < 5 && matches!(code.parse::<u32>().map(|c| c & 0xff), Ok(5 | 6)))
 }
 
@@ -377,10 +380,10 @@ mod tests {
 
     #[test]
     fn connection_loss_is_transient_and_statement_errors_are_not() {
-        for code in ["08006", "08003", "57P01", "57P02", "57P03", "53300", "5", "517", "6", "262"] {
+        for code in ["08006", "08003", "57P01", "57P02", "57P03", "53300", "40P01", "40001", "5", "517", "6", "262"] {
             assert!(is_transient(code), "{code}");
         }
-        for code in ["23505", "23502", "42P01", "42601", "22001", "40001", "19", "2067", "1"] {
+        for code in ["23505", "23502", "42P01", "42601", "22001", "40002", "19", "2067", "1"] {
             assert!(!is_transient(code), "{code}");
         }
     }

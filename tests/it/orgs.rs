@@ -459,3 +459,43 @@ on_both!(concurrent_primary_domain_changes_all_succeed, |srv| {
     let primaries = d.ok()["result"].as_array().unwrap().iter().filter(|d| d["isPrimary"] == true).count();
     assert_eq!(primaries, 1, "{}", d.body);
 });
+
+// On PostgreSQL the administrator calls that guard the last instance owner lock the owners' rows
+// against updates and deletes only: a session of an owner signing in meanwhile is stored at once.
+// A full row lock made the session's insert (its key-share lock on the account) wait for the
+// administrator's transaction, and a sign-in that had locked its requests first could deadlock
+// with the removal of an organization.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guarding_the_instance_owners_holds_off_no_sign_in() {
+    use latch::store::{member, session, user};
+    let srv = crate::harness::TestServer::start(crate::harness::Backend::Postgres).await;
+    let mut c = srv.state.db.conn().await.unwrap();
+    let admin = user::get_by_username(&mut c, "admin").await.unwrap().unwrap().user_id;
+    drop(c);
+    let mut tx = srv.state.db.begin().await.unwrap();
+    let owners = member::iam_owners_locked(&mut tx).await.unwrap();
+    assert!(owners.iter().any(|(u, _)| *u == admin), "{owners:?}");
+    let (db, t) = (srv.state.db.clone(), crate::harness::now());
+    let mut insert = tokio::spawn(async move {
+        let n = session::NewSession {
+            session_id: "s-1".into(),
+            ua_key: b"browser".to_vec(),
+            user_id: admin,
+            auth_time: t,
+            amr: vec!["pwd".into()],
+            now: t,
+            expires_at: t + 3600,
+        };
+        session::upsert(&mut db.conn().await.unwrap(), &n).await
+    });
+    let at_once = tokio::time::timeout(std::time::Duration::from_secs(3), &mut insert).await.ok();
+    tx.commit().await.unwrap();
+    let waited = at_once.is_none();
+    let stored = match at_once {
+        Some(r) => r,
+        None => insert.await,
+    };
+    stored.unwrap().unwrap();
+    assert!(!waited, "the owner's session waited for the administrator's transaction");
+    srv.stop().await;
+}
