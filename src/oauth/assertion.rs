@@ -31,11 +31,13 @@ pub struct AssertionClaims {
 }
 
 impl AssertionClaims {
-    /// Until when its `jti` must be remembered: while it could still pass [`verify`], which
-    /// refuses it an hour after its `iat` whatever its `exp` says.
+    /// Until when its `jti` must be remembered: while it could still pass [`verify`] (until
+    /// `exp` plus the skew it allows, and no longer than an hour after its `iat`), and a skew
+    /// more, so that a replica whose clock is ahead does not sweep it while one whose clock is
+    /// behind would still take the assertion again.
     pub fn replay_window_end(&self) -> i64 {
         let by_iat = self.iat.map_or(i64::MAX, |iat| iat.saturating_add(MAX_AGE));
-        self.exp.min(by_iat).saturating_add(SKEW)
+        self.exp.saturating_add(SKEW).min(by_iat).saturating_add(SKEW)
     }
 }
 
@@ -108,4 +110,26 @@ pub fn verify(token: &str, keys: &[PublicKey], audiences: &[&str], now: i64) -> 
         return Err(format!("the assertion's jti is longer than {MAX_JTI} bytes"));
     }
     Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims(exp: i64, iat: Option<i64>) -> AssertionClaims {
+        AssertionClaims { iss: "c".into(), sub: "c".into(), exp, iat, jti: Some("j".into()), scope: None }
+    }
+
+    /// A `jti` is remembered a skew past the last second its assertion could pass: by `exp`
+    /// (accepted while `exp + SKEW > now`) or by `iat` (while `iat + MAX_AGE >= now`).
+    #[test]
+    fn a_jti_outlives_its_assertion_by_a_skew() {
+        let last_by_exp = |c: &AssertionClaims| c.exp + SKEW - 1;
+        let c = claims(10_000, Some(9_900));
+        assert_eq!(c.replay_window_end(), 10_000 + 2 * SKEW);
+        assert!(c.replay_window_end() - last_by_exp(&c) > SKEW);
+        let c = claims(100_000, Some(9_900));
+        assert_eq!(c.replay_window_end(), 9_900 + MAX_AGE + SKEW);
+        assert_eq!(claims(i64::MAX, None).replay_window_end(), i64::MAX);
+    }
 }

@@ -73,7 +73,10 @@ async fn revoke(state: &AppState, headers: &HeaderMap, body: &[u8]) -> OAuthResu
                 return Err(not_yours());
             }
             if claims.exp > now {
-                state.revocations.revoke(&mut c, &revocation::token_key(&claims.jti), now, claims.exp).await?;
+                // Kept a minute past the token's expiry, as other revocations (clock skew
+                // between replicas: one ahead must not sweep it while one behind takes the token).
+                let until = claims.exp.saturating_add(60);
+                state.revocations.revoke(&mut c, &revocation::token_key(&claims.jti), now, until).await?;
             }
             return Ok(());
         }

@@ -111,7 +111,7 @@ async fn write_password(c: &mut Conn, user_id: &str, hash: &str, how: PasswordWr
         "UPDATE account SET password_hash = $1, password_change_required = $2, password_changed_at = $3, \
          changed_at = $3, failed_password_attempts = 0, \
          email_verified = CASE WHEN $4 = 1 THEN 1 ELSE email_verified END, \
-         tokens_valid_from = CASE WHEN $5 = 1 THEN $3 ELSE tokens_valid_from END, \
+         tokens_valid_from = CASE WHEN $5 = 1 AND tokens_valid_from < $3 THEN $3 ELSE tokens_valid_from END, \
          state = CASE WHEN state = 6 THEN 1 ELSE state END \
          WHERE user_id = $6 AND user_type = 1 AND ($7 = 0 OR password_hash IS NULL) AND tokens_valid_from <= $8",
     )

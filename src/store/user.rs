@@ -410,9 +410,11 @@ pub async fn update_email(c: &mut Conn, user_id: &str, email: &str, verified: bo
 }
 
 /// Sets a password hash; an INITIAL user becomes ACTIVE.
-/// Makes the user's tokens, codes and browser sessions issued before `now` count no more.
+/// Makes the user's tokens, codes and browser sessions issued before `now` count no more. A
+/// cut-off only moves forward: a replica whose clock is behind never moves it back (which would
+/// bring the tokens in between back).
 pub async fn cut_off_tokens(c: &mut Conn, user_id: &str, now: i64) -> Result<()> {
-    sqlx::query("UPDATE account SET tokens_valid_from = $1 WHERE user_id = $2")
+    sqlx::query(&format!("UPDATE account SET tokens_valid_from = {LATER_CUT_OFF} WHERE user_id = $2"))
         .bind(now)
         .bind(user_id)
         .execute(&mut *c)
@@ -420,9 +422,13 @@ pub async fn cut_off_tokens(c: &mut Conn, user_id: &str, now: i64) -> Result<()>
     Ok(())
 }
 
+/// The later of the stored cut-off and `$1` (portable: no GREATEST on SQLite, no scalar MAX on
+/// PostgreSQL).
+pub(super) const LATER_CUT_OFF: &str = "CASE WHEN tokens_valid_from > $1 THEN tokens_valid_from ELSE $1 END";
+
 /// [`cut_off_tokens`] for every user of organization `org_id`.
 pub async fn cut_off_org_tokens(c: &mut Conn, org_id: &str, now: i64) -> Result<()> {
-    sqlx::query("UPDATE account SET tokens_valid_from = $1 WHERE org_id = $2")
+    sqlx::query(&format!("UPDATE account SET tokens_valid_from = {LATER_CUT_OFF} WHERE org_id = $2"))
         .bind(now)
         .bind(org_id)
         .execute(&mut *c)

@@ -243,6 +243,8 @@ on_both!(revocation_endpoint, |srv| {
         }
     };
     assert!(active(at.clone()).await);
+    let introspected = form(srv, "/oauth/v2/introspect", Some((&rs, &rs_secret)), &[("token", &at)]).await.2;
+    let exp = introspected["exp"].as_i64().unwrap();
     // Another client may not revoke the token.
     let (other, other_secret, _) = oidc_app(srv, json!({"name": "other"})).await;
     let (s, _, b) =
@@ -260,6 +262,12 @@ on_both!(revocation_endpoint, |srv| {
     assert_eq!(s, 200);
     assert_eq!(h.get("cache-control").unwrap(), "no-store");
     assert!(!active(at.clone()).await);
+    // Its entry outlasts the token by a minute: a replica whose clock is ahead must not sweep it
+    // while one whose clock is behind still takes the token.
+    let mut c = srv.state.db.conn().await.unwrap();
+    let (until,): (i64,) = sqlx::query_as("SELECT MAX(expires_at) FROM revocation").fetch_one(&mut *c).await.unwrap();
+    drop(c);
+    assert_eq!(until, exp + 60);
     let r = token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", &rt)]).await;
     let t2 = r.ok().clone();
     let at2 = t2["access_token"].as_str().unwrap().to_string();

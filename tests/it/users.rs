@@ -560,3 +560,21 @@ on_both!(a_user_found_by_login_name_in_any_organization_and_an_initial_password_
         .await
         .err(400, 9);
 });
+
+// A user's cut-off only moves forward: a replica whose clock is behind another's never moves it
+// back (which would bring the tokens issued in between back to life).
+on_both!(a_cut_off_only_moves_forward, |srv| {
+    use latch::store::user;
+    let id = crate::browser::human(srv, "alice", "Wonder-land1").await;
+    let mut c = srv.state.db.conn().await.unwrap();
+    let org = user::get(&mut c, &id).await.unwrap().unwrap().org_id;
+    let t = crate::harness::now() + 1000;
+    user::cut_off_tokens(&mut c, &id, t + 100).await.unwrap();
+    user::cut_off_tokens(&mut c, &id, t).await.unwrap();
+    user::cut_off_org_tokens(&mut c, &org, t + 50).await.unwrap();
+    assert_eq!(user::get(&mut c, &id).await.unwrap().unwrap().tokens_valid_from, t + 100);
+    user::cut_off_org_tokens(&mut c, &org, t + 200).await.unwrap();
+    assert_eq!(user::get(&mut c, &id).await.unwrap().unwrap().tokens_valid_from, t + 200);
+    user::cut_off_tokens(&mut c, &id, t + 300).await.unwrap();
+    assert_eq!(user::get(&mut c, &id).await.unwrap().unwrap().tokens_valid_from, t + 300);
+});
