@@ -28,6 +28,9 @@ pub struct AssertionClaims {
     pub jti: Option<String>,
     #[serde(default)]
     pub scope: Option<String>,
+    /// Not before (optional; checked against latch's clock with [`SKEW`]).
+    #[serde(default)]
+    pub nbf: Option<i64>,
 }
 
 impl AssertionClaims {
@@ -86,14 +89,18 @@ pub fn verify(token: &str, keys: &[PublicKey], audiences: &[&str], now: i64) -> 
     v.leeway = SKEW as u64;
     v.set_audience(audiences);
     v.set_required_spec_claims(&["exp", "aud", "iss", "sub"]);
-    v.validate_nbf = true;
-    // jsonwebtoken compares exp with the wall clock; latch checks its own clock below too.
+    // jsonwebtoken compares exp and nbf with the wall clock; latch checks them with its own
+    // clock below.
+    v.validate_nbf = false;
     v.validate_exp = false;
     let data = jsonwebtoken::decode::<AssertionClaims>(token, &dk, &v)
         .map_err(|e| format!("the assertion is invalid: {e}"))?;
     let c = data.claims;
     if c.exp.saturating_add(SKEW) <= now {
         return Err("the assertion has expired".into());
+    }
+    if c.nbf.is_some_and(|nbf| nbf > now.saturating_add(SKEW)) {
+        return Err("the assertion is not valid yet (nbf)".into());
     }
     match c.iat {
         Some(iat) if iat > now.saturating_add(SKEW) => return Err("the assertion was issued in the future".into()),
@@ -117,7 +124,7 @@ mod tests {
     use super::*;
 
     fn claims(exp: i64, iat: Option<i64>) -> AssertionClaims {
-        AssertionClaims { iss: "c".into(), sub: "c".into(), exp, iat, jti: Some("j".into()), scope: None }
+        AssertionClaims { iss: "c".into(), sub: "c".into(), exp, iat, jti: Some("j".into()), scope: None, nbf: None }
     }
 
     /// A `jti` is remembered a skew past the last second its assertion could pass: by `exp`

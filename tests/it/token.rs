@@ -1254,3 +1254,24 @@ on_both!(a_reused_user_id_inherits_no_tokens, |srv| {
     srv.post("/management/v1/users/machine", machine("new")).await.ok();
     assert_eq!(status(at).await, 401, "the old account's token is not the new one's");
 });
+
+// An assertion's nbf is checked against latch's clock (with the minute of skew), as its exp and
+// iat are, not against the wall clock: refused before it, taken after it.
+on_both!(an_assertion_counts_from_its_nbf_on_latchs_clock, |srv| {
+    let (robot, _) = srv.machine_with_roles(None, "ops", &[]).await;
+    let (kid, key) = machine_key(srv, &robot).await;
+    let n = now();
+    let assertion = |jti: &str| {
+        sign(
+            &kid,
+            &key,
+            &json!({"iss": robot, "sub": robot, "aud": srv.base, "iat": n, "exp": n + 3000, "nbf": n + 600, "jti": jti}),
+        )
+    };
+    let grant = |a: String| async move {
+        token(srv, None, &[("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", &a)]).await
+    };
+    grant(assertion("j-1")).await.err(400, "invalid_grant");
+    srv.clock.advance(700);
+    grant(assertion("j-2")).await.ok();
+});
