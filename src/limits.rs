@@ -66,6 +66,7 @@ pub struct LimitSettings {
     pub token_per_ip: Option<Budget>,
     pub per_client: Option<Budget>,
     pub keys_per_ip: Option<Budget>,
+    pub authorize_per_ip: Option<Budget>,
     /// How many reverse proxies in front of latch append to `X-Forwarded-For`; the client IP is
     /// taken that many entries from the right. 0: the TCP peer address (the header is ignored,
     /// so a client cannot choose its own IP).
@@ -90,6 +91,7 @@ pub struct RateLimits {
     token_ip: Limiter<IpAddr>,
     client: Limiter<String>,
     keys_ip: Limiter<IpAddr>,
+    authorize_ip: Limiter<IpAddr>,
     clock: DefaultClock,
 }
 
@@ -103,6 +105,7 @@ pub enum IpBudget {
     Login,
     Token,
     Keys,
+    Authorize,
 }
 
 impl IpBudget {
@@ -111,6 +114,7 @@ impl IpBudget {
             IpBudget::Login => "login_per_ip",
             IpBudget::Token => "token_per_ip",
             IpBudget::Keys => "keys_per_ip",
+            IpBudget::Authorize => "authorize_per_ip",
         }
     }
 }
@@ -123,6 +127,7 @@ impl RateLimits {
             token_ip: limiter(settings.token_per_ip),
             client: limiter(settings.per_client),
             keys_ip: limiter(settings.keys_per_ip),
+            authorize_ip: limiter(settings.authorize_per_ip),
             clock: DefaultClock::default(),
             settings,
         })
@@ -145,6 +150,7 @@ impl RateLimits {
             IpBudget::Login => &self.login_ip,
             IpBudget::Token => &self.token_ip,
             IpBudget::Keys => &self.keys_ip,
+            IpBudget::Authorize => &self.authorize_ip,
         };
         self.check(l, &network(ip))
     }
@@ -187,6 +193,7 @@ impl RateLimits {
         sweep(&self.token_ip);
         sweep(&self.client);
         sweep(&self.keys_ip);
+        sweep(&self.authorize_ip);
     }
 
     /// Number of keys tracked (for tests and metrics).
@@ -194,7 +201,12 @@ impl RateLimits {
         fn len<K: std::hash::Hash + Eq + Clone>(l: &Limiter<K>) -> usize {
             l.as_ref().map_or(0, |l| l.len())
         }
-        len(&self.login_ip) + len(&self.login_name) + len(&self.token_ip) + len(&self.client) + len(&self.keys_ip)
+        len(&self.login_ip)
+            + len(&self.login_name)
+            + len(&self.token_ip)
+            + len(&self.client)
+            + len(&self.keys_ip)
+            + len(&self.authorize_ip)
     }
 
     /// The client's IP: the TCP peer, or with proxies configured the entry of `X-Forwarded-For`
@@ -324,14 +336,17 @@ fn deny_page(wait: Duration, headers: &HeaderMap) -> Response {
 /// Writes the refusal in the endpoint's format.
 type Deny = fn(Duration, &HeaderMap) -> Response;
 
-/// The IP budget a request draws on, by path: token endpoint posts, key set fetches and login
-/// form posts (the pages themselves stay readable).
+/// The IP budget a request draws on, by path: token endpoint posts, key set fetches,
+/// authorization requests (each stores a pending sign-in for its lifetime) and login form posts
+/// (the pages themselves stay readable).
 fn ip_budget(req: &Request) -> Option<(IpBudget, Deny)> {
     let path = req.uri().path();
     if path == crate::paths::TOKEN || (path == crate::paths::REVOKE && req.method() == axum::http::Method::POST) {
         Some((IpBudget::Token, deny_json))
     } else if path == crate::paths::KEYS {
         Some((IpBudget::Keys, deny_json))
+    } else if path == crate::paths::AUTHORIZE {
+        Some((IpBudget::Authorize, deny_page))
     } else if (path.starts_with("/ui/login/") || path.starts_with("/ui/account/"))
         && req.method() == axum::http::Method::POST
     {
@@ -397,6 +412,7 @@ mod tests {
             token_per_ip: None,
             per_client: None,
             keys_per_ip: None,
+            authorize_per_ip: None,
             forwarded_for_hops: hops,
             connections_per_ip: 0,
             header_read_timeout: Duration::from_secs(10),

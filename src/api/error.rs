@@ -118,6 +118,7 @@ impl From<PasswordError> for ApiError {
                 tracing::warn!(memory_kib = kib, "no memory for a password hash");
                 ApiError::new(Code::Unavailable, "no memory for the password hash at the moment, try again")
             }
+            PasswordError::Busy => ApiError::new(Code::Unavailable, "too many password hashes are waiting, try again"),
             other => ApiError::internal(other),
         }
     }

@@ -71,6 +71,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     var("LATCH_LIMITS_TOKEN_PER_IP", "limits.token_per_ip"),
     var("LATCH_LIMITS_PER_CLIENT", "limits.per_client"),
     var("LATCH_LIMITS_KEYS_PER_IP", "limits.keys_per_ip"),
+    var("LATCH_LIMITS_AUTHORIZE_PER_IP", "limits.authorize_per_ip"),
     num("LATCH_LIMITS_FORWARDED_FOR_HOPS", "limits.forwarded_for_hops"),
     num("LATCH_LIMITS_CONNECTIONS_PER_IP", "limits.connections_per_ip"),
     var("LATCH_LIMITS_HEADER_READ_TIMEOUT", "limits.header_read_timeout"),

@@ -77,6 +77,8 @@ pub struct LimitsConfig {
     pub per_client: String,
     /// Key set requests per client IP.
     pub keys_per_ip: String,
+    /// Authorization requests (each stores a pending sign-in) per client IP.
+    pub authorize_per_ip: String,
     /// Reverse proxies in front of latch that append to X-Forwarded-For (0: use the peer address).
     pub forwarded_for_hops: u32,
     /// Open connections per client IP (0: no cap); applies only without reverse proxies.
@@ -109,6 +111,7 @@ impl LimitsConfig {
             token_per_ip: budget("token_per_ip", &self.token_per_ip)?,
             per_client: budget("per_client", &self.per_client)?,
             keys_per_ip: budget("keys_per_ip", &self.keys_per_ip)?,
+            authorize_per_ip: budget("authorize_per_ip", &self.authorize_per_ip)?,
             forwarded_for_hops: self.forwarded_for_hops,
             connections_per_ip: self.connections_per_ip,
             header_read_timeout: timeout("header_read_timeout", &self.header_read_timeout)?,
@@ -125,6 +128,7 @@ impl Default for LimitsConfig {
             token_per_ip: "6000/1m".into(),
             per_client: "30000/1m".into(),
             keys_per_ip: "600/1m".into(),
+            authorize_per_ip: "6000/1m".into(),
             forwarded_for_hops: 0,
             connections_per_ip: 512,
             header_read_timeout: "10s".into(),

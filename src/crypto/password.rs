@@ -30,7 +30,16 @@ pub enum PasswordError {
     /// overcommit): the password was not checked either way.
     #[error("no memory for a password hash of {0} KiB")]
     Memory(usize),
+    /// [`MAX_QUEUED`] hashes are already waiting for the hashing threads: the password was not
+    /// checked either way (a flood of password posts cannot grow the queue, each holding its
+    /// password, or the wait of everyone behind it, without bound).
+    #[error("too many password hashes are waiting")]
+    Busy,
 }
+
+/// How many hashes may wait for the hashing threads: several seconds of work at the default
+/// parameters (a 200-browser login storm keeps at most 200 waiting).
+pub const MAX_QUEUED: usize = 1024;
 
 /// argon2id parameters.
 #[derive(Clone, Copy, Debug)]
@@ -153,7 +162,7 @@ struct Workers {
 
 impl Workers {
     fn start(threads: usize) -> Self {
-        let (jobs, queue) = flume::unbounded::<Job>();
+        let (jobs, queue) = flume::bounded::<Job>(MAX_QUEUED);
         for i in 0..threads.max(1) {
             let queue = queue.clone();
             let spawned = std::thread::Builder::new().name(format!("latch-argon2-{i}")).spawn(move || {
@@ -259,27 +268,33 @@ impl PasswordHasher {
     /// Runs `f` on a hashing thread.
     async fn run<R: Send + 'static>(&self, f: impl FnOnce() -> R + Send + 'static) -> Result<R, PasswordError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.workers
-            .jobs
-            .send(Box::new(move || {
-                let _ = tx.send(f());
-            }))
-            .map_err(|_| hashing("the hashing threads have stopped"))?;
+        let job: Job = Box::new(move || {
+            let _ = tx.send(f());
+        });
+        self.workers.jobs.try_send(job).map_err(|e| match e {
+            flume::TrySendError::Full(_) => PasswordError::Busy,
+            flume::TrySendError::Disconnected(_) => hashing("the hashing threads have stopped"),
+        })?;
         rx.await.map_err(|_| hashing("the hash failed"))
     }
 
-    /// Spends the time of one verification, for a user that does not exist.
-    pub async fn verify_nobody(&self, password: &str) {
+    /// Spends the time of one verification, for a user that does not exist. Answers
+    /// [`PasswordError::Busy`] when the queue is full, as a real user's verification would.
+    pub async fn verify_nobody(&self, password: &str) -> Result<(), PasswordError> {
         let hash = match self.dummy.get() {
             Some(h) => h.clone(),
             // Kept only once it is a hash: a failed first hash (no memory for it) is tried again
             // by the next unknown user, rather than leaving them all a string that checks at once.
             None => match self.hash(&super::secret::new_secret()).await {
                 Ok(h) => self.dummy.get_or_init(|| h).clone(),
+                Err(PasswordError::Busy) => return Err(PasswordError::Busy),
                 Err(_) => String::new(),
             },
         };
-        let _ = self.verify(password, &hash).await;
+        match self.verify(password, &hash).await {
+            Err(PasswordError::Busy) => Err(PasswordError::Busy),
+            _ => Ok(()),
+        }
     }
 
     /// Whether a stored hash should be replaced by one with the current parameters.
@@ -472,6 +487,48 @@ mod tests {
         assert!(!hasher.verify("pw", "$argon2id$v=19$m=1024,t=1,p=1$broken").await.unwrap());
     }
 
+    // A flood of password checks beyond the queue's bound is answered Busy at once (the caller
+    // says "try again"), instead of queueing without bound; the queue drains and hashing goes on.
+    #[tokio::test]
+    async fn a_full_queue_is_busy_not_a_longer_wait() {
+        let hasher = PasswordHasher::new(Argon2Params { memory_kib: 1024, iterations: 1, parallelism: 1 }, 1);
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let (started, busy_thread) = tokio::sync::oneshot::channel();
+        let h = hasher.clone();
+        let blocker = tokio::spawn(async move {
+            h.run(move || {
+                let _ = started.send(());
+                let _ = gate.recv();
+            })
+            .await
+        });
+        busy_thread.await.unwrap();
+        let waiting: Vec<_> = (0..MAX_QUEUED)
+            .map(|_| {
+                let h = hasher.clone();
+                tokio::spawn(async move { h.run(|| ()).await })
+            })
+            .collect();
+        while hasher.workers.jobs.len() < MAX_QUEUED {
+            tokio::task::yield_now().await;
+        }
+        // At once: a queue without bound would hold these behind the blocked thread.
+        let at_once = Duration::from_secs(5);
+        let hashed = tokio::time::timeout(at_once, hasher.hash("pw")).await;
+        assert!(matches!(hashed, Ok(Err(PasswordError::Busy))), "{hashed:?}");
+        let stored = "$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$AAAA";
+        let verified = tokio::time::timeout(at_once, hasher.verify("pw", stored)).await;
+        assert!(matches!(verified, Ok(Err(PasswordError::Busy))), "{verified:?}");
+        let nobody = tokio::time::timeout(at_once, hasher.verify_nobody("pw")).await;
+        assert!(matches!(nobody, Ok(Err(PasswordError::Busy))), "{nobody:?}");
+        release.send(()).unwrap();
+        blocker.await.unwrap().unwrap();
+        for w in waiting {
+            w.await.unwrap().unwrap();
+        }
+        assert!(hasher.hash("pw").await.is_ok());
+    }
+
     // A wrong password for a user with a slow imported hash (bcrypt, cost 10) takes far longer
     // than latch's own cheap argon2 here; afterwards an unknown user's failure takes as long,
     // and so does a wrong password against latch's own hash. A success is not held back.
@@ -479,7 +536,7 @@ mod tests {
     async fn failures_take_as_long_as_the_slowest_failure_of_late() {
         let hasher = PasswordHasher::new(Argon2Params { memory_kib: 1024, iterations: 1, parallelism: 1 }, 1);
         let own = hasher.hash("pw").await.unwrap();
-        hasher.verify_nobody("warm-up").await;
+        hasher.verify_nobody("warm-up").await.unwrap();
         let timed = async |password: &str, stored: &str| {
             let started = Instant::now();
             let ok = hasher.verify(password, stored).await.unwrap();
@@ -491,7 +548,7 @@ mod tests {
         assert!(!ok);
         assert!(slow > fast * 5, "bcrypt {slow:?} against argon2 {fast:?}: the check needs a slow hash");
         let started = Instant::now();
-        hasher.verify_nobody("guess").await;
+        hasher.verify_nobody("guess").await.unwrap();
         let nobody = started.elapsed();
         let (_, wrong) = timed("nope", &own).await;
         for (what, took) in [("unknown user", nobody), ("wrong password", wrong)] {

@@ -33,7 +33,9 @@ fn parse<T: DeserializeOwned>(body: &[u8]) -> Option<T> {
 fn hash_fail(t: &Texts, headers: &HeaderMap, e: PasswordError) -> Response {
     tracing::warn!(error = %e, "a new password could not be hashed");
     match e {
-        PasswordError::Memory(_) => fail(t, headers, StatusCode::SERVICE_UNAVAILABLE, t.err_unavailable),
+        PasswordError::Memory(_) | PasswordError::Busy => {
+            fail(t, headers, StatusCode::SERVICE_UNAVAILABLE, t.err_unavailable)
+        }
         e => fail(t, headers, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }
 }
@@ -317,7 +319,10 @@ pub async fn password(
     let (Some(u), Some(hash)) = (signing_in, stored) else {
         // Unknown or locked user, a user whose budget is spent, machine user or no password:
         // spend the same time, say the same thing.
-        state.hasher.verify_nobody(&form.password).await;
+        if state.hasher.verify_nobody(&form.password).await.is_err() {
+            // The queue of hashes is full: as for a real user, "try again".
+            return fail(t, &headers, StatusCode::SERVICE_UNAVAILABLE, t.err_unavailable);
+        }
         let mut c = match reconnect(&state).await {
             Ok(c) => c,
             Err(e) => return store_fail(t, &headers, e),
@@ -327,7 +332,7 @@ pub async fn password(
     let ok = match state.hasher.verify(&form.password, &hash).await {
         Ok(ok) => ok,
         // Not checked either way: no failed attempt is counted, the person may try again.
-        Err(e @ PasswordError::Memory(_)) => {
+        Err(e @ (PasswordError::Memory(_) | PasswordError::Busy)) => {
             tracing::warn!(user_id = %u.user_id, error = %e, "password not checked");
             return fail(t, &headers, StatusCode::SERVICE_UNAVAILABLE, t.err_unavailable);
         }

@@ -107,6 +107,40 @@ async fn a_public_clients_budget_cannot_be_spent_by_others() {
     srv.stop().await;
 }
 
+// Each authorization request stores a pending sign-in for its lifetime (30 minutes): one IP gets
+// a budget of them, so that no single client can fill the store with requests nobody finishes.
+// Past it: 429 with Retry-After on an error page, and nothing stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authorization_requests_are_limited_per_ip() {
+    let srv = with_limits(|l| l.authorize_per_ip = "5/1m".into()).await;
+    let (client_id, _, _) = crate::browser::oidc_app(&srv, json!({})).await;
+    let (_, challenge) = crate::browser::pkce();
+    let query = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs([
+            ("client_id", client_id.as_str()),
+            ("redirect_uri", "https://app.example.com/cb"),
+            ("response_type", "code"),
+            ("scope", "openid"),
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+        ])
+        .finish();
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        let r = http.get(srv.url(&format!("/oauth/v2/authorize?{query}"))).send().await.unwrap();
+        statuses.push(r.status().as_u16());
+        if r.status() == 429 {
+            assert!(retry_after(r.headers()) >= 1);
+            assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+        }
+    }
+    let first_429 = statuses.iter().position(|s| *s == 429).expect("the IP budget runs out");
+    assert!(first_429 >= 4 && statuses[..first_429].iter().all(|s| *s == 303), "{statuses:?}");
+    assert_eq!(srv.count("auth_request").await, first_429 as i64, "a refused request stores nothing");
+    srv.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_key_set_limits_polling_but_never_a_client_that_honours_cache_control() {
     let srv = with_limits(|l| l.keys_per_ip = "5/1m".into()).await;
