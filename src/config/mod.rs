@@ -26,6 +26,9 @@ pub use secret::{SAMPLE_MASTERKEY_REFUSED, is_sample_masterkey, mask_url, parse_
 /// The default configuration file, read when it exists and no `--config` is given.
 pub const DEFAULT_CONFIG_FILE: &str = "config/latch.toml";
 
+/// The longest authorization code lifetime (`login.code_lifetime`) latch accepts.
+pub const MAX_CODE_LIFETIME: i64 = 600;
+
 #[derive(Debug, thiserror::Error)]
 #[error("configuration error: {0}")]
 pub struct ConfigError(pub String);
@@ -391,7 +394,7 @@ impl Config {
         let code_lifetime = dur("login.code_lifetime", "LATCH_LOGIN_CODE_LIFETIME", &self.login.code_lifetime)?;
         let request_lifetime =
             dur("login.request_lifetime", "LATCH_LOGIN_REQUEST_LIFETIME", &self.login.request_lifetime)?;
-        if !(1..=600).contains(&code_lifetime) {
+        if !(1..=MAX_CODE_LIFETIME).contains(&code_lifetime) {
             return Err(err("login.code_lifetime (LATCH_LOGIN_CODE_LIFETIME) must be between 1s and 10m"));
         }
         if !(60..=86_400).contains(&request_lifetime) {

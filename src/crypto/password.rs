@@ -279,7 +279,9 @@ impl PasswordHasher {
     }
 
     /// Spends the time of one verification, for a user that does not exist. Answers
-    /// [`PasswordError::Busy`] when the queue is full, as a real user's verification would.
+    /// [`PasswordError::Busy`] when the queue is full and [`PasswordError::Memory`] when the
+    /// hash gets no memory, as a real user's verification would, so that the answer tells
+    /// nothing about who exists.
     pub async fn verify_nobody(&self, password: &str) -> Result<(), PasswordError> {
         let hash = match self.dummy.get() {
             Some(h) => h.clone(),
@@ -287,13 +289,25 @@ impl PasswordHasher {
             // by the next unknown user, rather than leaving them all a string that checks at once.
             None => match self.hash(&super::secret::new_secret()).await {
                 Ok(h) => self.dummy.get_or_init(|| h).clone(),
-                Err(PasswordError::Busy) => return Err(PasswordError::Busy),
+                Err(e @ (PasswordError::Busy | PasswordError::Memory(_))) => return Err(e),
                 Err(_) => String::new(),
             },
         };
         match self.verify(password, &hash).await {
-            Err(PasswordError::Busy) => Err(PasswordError::Busy),
+            Err(e @ (PasswordError::Busy | PasswordError::Memory(_))) => Err(e),
             _ => Ok(()),
+        }
+    }
+
+    /// [`Self::hash`] that waits for room in the queue instead of answering
+    /// [`PasswordError::Busy`]: for an administrator's import of many passwords, which should
+    /// finish rather than skip users while sign-ins fill the queue.
+    pub async fn hash_waiting(&self, password: &str) -> Result<String, PasswordError> {
+        loop {
+            match self.hash(password).await {
+                Err(PasswordError::Busy) => tokio::time::sleep(Duration::from_millis(50)).await,
+                other => return other,
+            }
         }
     }
 

@@ -320,7 +320,8 @@ pub async fn password(
         // Unknown or locked user, a user whose budget is spent, machine user or no password:
         // spend the same time, say the same thing.
         if state.hasher.verify_nobody(&form.password).await.is_err() {
-            // The queue of hashes is full: as for a real user, "try again".
+            // The queue of hashes is full, or no memory for the hash: as for a real user, "try
+            // again".
             return fail(t, &headers, StatusCode::SERVICE_UNAVAILABLE, t.err_unavailable);
         }
         let mut c = match reconnect(&state).await {
@@ -757,15 +758,22 @@ pub async fn init_password(
         Ok(Err(msg)) => return show(&state, &mut c, f, &headers, Some(msg), None).await,
         Err(e) => return store_fail(t, &headers, e),
     }
+    // Hashed before the code is consumed: a hash that cannot run now ("try again") leaves the
+    // code usable for the retry. No connection is held while it runs.
+    drop(c);
+    let hash = match state.hasher.hash(&form.password).await {
+        Ok(h) => h,
+        Err(e) => return hash_fail(t, &headers, e),
+    };
+    let mut c = match state.db.conn().await {
+        Ok(c) => c,
+        Err(e) => return store_fail(t, &headers, e),
+    };
     match super::codes::consume(&state, &mut c, &u.user_id, purpose, &form.code).await {
         Ok(true) => {}
         Ok(false) => return show(&state, &mut c, f, &headers, Some(t.err_init_code.to_string()), None).await,
         Err(e) => return store_fail(t, &headers, e),
     }
-    let hash = match state.hasher.hash(&form.password).await {
-        Ok(h) => h,
-        Err(e) => return hash_fail(t, &headers, e),
-    };
     let now = state.clock.now();
     // The code arrived by e-mail, which proves the address. A reset also ends the sessions and
     // tokens of whoever knew the old password, as a password set by an administrator does.

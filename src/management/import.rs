@@ -97,7 +97,7 @@ pub async fn prepare(
             None => check_new_password(state, org_id, r, &req.password).await?,
         }
         p.human.password_hash =
-            Some(if hash { state.hasher.hash(&req.password).await? } else { DRY_RUN_HASH.to_string() });
+            Some(if hash { state.hasher.hash_waiting(&req.password).await? } else { DRY_RUN_HASH.to_string() });
     }
     if p.human.password_hash.is_some() {
         p.human.password_changed_at = Some(state.clock.now());

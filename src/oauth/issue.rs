@@ -110,10 +110,12 @@ pub async fn lifetimes(state: &AppState, c: &mut impl Source) -> Result<OidcSett
 /// redeemed after a logout is refused only while the session's entry lasts, and codes may live
 /// longer than tokens). The lifetimes are read from the store, not the cache: another replica
 /// may have lengthened them within the last second and be issuing tokens that live that long.
-pub async fn revocation_until(state: &AppState, c: &mut impl Source, now: i64) -> crate::store::Result<i64> {
+pub async fn revocation_until(c: &mut impl Source, now: i64) -> crate::store::Result<i64> {
     let settings =
         crate::store::setting::load::<OidcSettings>(c.conn().await?, crate::store::setting::INSTANCE).await?;
-    Ok(settings.value.revocation_until(now).max(now + state.settings.code_lifetime + 60))
+    // The longest code lifetime any replica may be configured with, not this one's: during a
+    // rolling change another replica may issue codes that live longer.
+    Ok(settings.value.revocation_until(now).max(now + crate::config::MAX_CODE_LIFETIME + 60))
 }
 
 /// Issues an access token; returns it with its claims.

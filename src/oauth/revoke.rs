@@ -72,10 +72,10 @@ async fn revoke(state: &AppState, headers: &HeaderMap, body: &[u8]) -> OAuthResu
             if claims.client_id != caller_id {
                 return Err(not_yours());
             }
-            if claims.exp > now {
-                // Kept a minute past the token's expiry, as other revocations (clock skew
-                // between replicas: one ahead must not sweep it while one behind takes the token).
-                let until = claims.exp.saturating_add(60);
+            // Kept a minute past the token's expiry, as other revocations (clock skew between
+            // replicas: one ahead must not skip or sweep it while one behind takes the token).
+            let until = claims.exp.saturating_add(60);
+            if until > now {
                 state.revocations.revoke(&mut c, &revocation::token_key(&claims.jti), now, until).await?;
             }
             return Ok(());

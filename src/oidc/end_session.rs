@@ -201,7 +201,7 @@ pub async fn end_sessions(
     if before.is_empty() {
         return Ok(0);
     }
-    let until = issue::revocation_until(state, c, now).await?;
+    let until = issue::revocation_until(c, now).await?;
     revoke_sessions(state, c, &before, now, until).await?;
     let ended = session::end(c, ua_key, user_id).await?;
     // A session signed in between the read and the deletion (another tab) is revoked too.

@@ -94,7 +94,7 @@ pub fn assertion_audiences(state: &AppState) -> [String; 2] {
 /// Revokes everything issued under a grant (code reuse, refresh token reuse).
 pub async fn revoke_grant(state: &AppState, c: &mut Conn, grant_id: &str) -> OAuthResult<()> {
     let now = state.clock.now();
-    let until = issue::revocation_until(state, c, now).await?;
+    let until = issue::revocation_until(c, now).await?;
     state.revocations.revoke(c, &revocation::grant_key(grant_id), now, until).await?;
     let n = refresh_store::revoke_grant(c, grant_id, now).await?;
     tracing::warn!(grant_id, refresh_tokens = n, "grant revoked after a reused code or refresh token");
