@@ -41,6 +41,8 @@ pub struct Inner {
     pub mailer: crate::login::email::Mailer,
     /// Encrypts TOTP secrets at rest.
     pub otp_cipher: crate::crypto::aead::Aead,
+    /// Digests of the codes mailed to users (see `login::codes`).
+    pub code_digest: Arc<crate::crypto::secret::KeyedDigest>,
     /// The discovery document, rendered once per combination of the features it reflects.
     pub discovery: oidc::discovery::Documents,
     pub jwks_cache_control: String,
@@ -185,6 +187,10 @@ pub async fn start(settings: Settings, clock: SharedClock) -> Result<Started, St
         mailer: crate::login::email::Mailer::from_settings(&settings).map_err(StartError::Mail)?,
         otp_cipher: crate::crypto::aead::Aead::derive(&master, crate::crypto::aead::Purpose::OtpSecret)
             .map_err(|e| StartError::MasterKey(e.to_string()))?,
+        code_digest: Arc::new(
+            crate::crypto::secret::KeyedDigest::derive(&master, "mailed-code digest")
+                .map_err(|e| StartError::MasterKey(e.to_string()))?,
+        ),
         settings,
         db,
         clock,

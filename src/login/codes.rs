@@ -19,8 +19,18 @@ fn new_code() -> String {
     secret::random_bytes::<8>().iter().map(|b| ALPHABET[(*b as usize) % ALPHABET.len()] as char).collect()
 }
 
-fn digest(code: &str) -> Vec<u8> {
-    secret::digest(&code.trim().to_ascii_uppercase())
+/// The stored form of a code: an HMAC under a key derived from the master key, over the user,
+/// the purpose and the code, so that a reader of the store can neither find a code by trying
+/// all 2^40 of them nor reuse one row's work for another.
+fn digest(state: &AppState, user_id: &str, purpose: &str, code: &str) -> Vec<u8> {
+    state.code_digest.digest(&[user_id, purpose, &code.trim().to_ascii_uppercase()])
+}
+
+/// The digests a presented code may match: its own, and the plain SHA-256 that codes mailed by
+/// versions before 2026-11-29 were stored by (accepted until the last of them expires, 72 hours
+/// after an upgrade; a stored HMAC cannot match a SHA-256 by chance).
+fn candidates(state: &AppState, user_id: &str, purpose: &str, code: &str) -> [Vec<u8>; 2] {
+    [digest(state, user_id, purpose, code), secret::digest(&code.trim().to_ascii_uppercase())]
 }
 
 /// Sends a new code of `purpose` to a human user (replacing any earlier one). A failure to
@@ -70,7 +80,9 @@ async fn send_unless(
         RESET => (3600, t.mail_reset_subject, t.mail_reset_body),
         _ => (3600, t.mail_verify_subject, t.mail_verify_body),
     };
-    if !user_code::put(c, &u.user_id, purpose, &digest(&code), now, now + life, replace).await? {
+    if !user_code::put(c, &u.user_id, purpose, &digest(state, &u.user_id, purpose, &code), now, now + life, replace)
+        .await?
+    {
         tracing::info!(user_id = %u.user_id, purpose, "the code sent before stands; not sending another");
         return Ok(());
     }
@@ -90,7 +102,7 @@ pub async fn check(
     purpose: &str,
     code: &str,
 ) -> Result<CodeCheck, StoreError> {
-    user_code::check(c, user_id, purpose, &digest(code), state.clock.now(), ATTEMPTS).await
+    user_code::check(c, user_id, purpose, &candidates(state, user_id, purpose, code), state.clock.now(), ATTEMPTS).await
 }
 
 /// Checks a code without consuming it (see [`user_code::verify`]).
@@ -101,7 +113,8 @@ pub async fn verify(
     purpose: &str,
     code: &str,
 ) -> Result<CodeCheck, StoreError> {
-    user_code::verify(c, user_id, purpose, &digest(code), state.clock.now(), ATTEMPTS).await
+    user_code::verify(c, user_id, purpose, &candidates(state, user_id, purpose, code), state.clock.now(), ATTEMPTS)
+        .await
 }
 
 /// Consumes a code [`verify`] found valid; false when it is gone meanwhile.
@@ -112,5 +125,5 @@ pub async fn consume(
     purpose: &str,
     code: &str,
 ) -> Result<bool, StoreError> {
-    user_code::consume(c, user_id, purpose, &digest(code), state.clock.now()).await
+    user_code::consume(c, user_id, purpose, &candidates(state, user_id, purpose, code), state.clock.now()).await
 }

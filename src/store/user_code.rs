@@ -69,17 +69,18 @@ pub async fn delete_all(c: &mut Conn, user_id: &str) -> Result<()> {
     Ok(())
 }
 
-/// Checks a code; a valid code is consumed, a wrong one counts an attempt.
+/// Checks a code given as the digests it may be stored by (see [`verify`]); a valid code is
+/// consumed, a wrong one counts an attempt.
 pub async fn check(
     c: &mut Conn,
     user_id: &str,
     purpose: &str,
-    code_hash: &[u8],
+    code_hashes: &[Vec<u8>],
     now: i64,
     max_attempts: i64,
 ) -> Result<CodeCheck> {
-    let result = verify(c, user_id, purpose, code_hash, now, max_attempts).await?;
-    if result == CodeCheck::Valid && !consume(c, user_id, purpose, code_hash, now).await? {
+    let result = verify(c, user_id, purpose, code_hashes, now, max_attempts).await?;
+    if result == CodeCheck::Valid && !consume(c, user_id, purpose, code_hashes, now).await? {
         // Consumed meanwhile by another request with the same code.
         return Ok(CodeCheck::Gone);
     }
@@ -89,12 +90,13 @@ pub async fn check(
 /// Checks a code without consuming it; every try, right or wrong, counts an attempt. The
 /// attempt is taken in the statement that reads the code, so tries sent at once cannot exceed
 /// `max_attempts` between them; and every try costs one statement, whether or not the user has
-/// a code (no difference in time between them).
+/// a code (no difference in time between them). `code_hashes` are the digests the presented
+/// code may be stored by (the current form and an older one); it is valid when one matches.
 pub async fn verify(
     c: &mut Conn,
     user_id: &str,
     purpose: &str,
-    code_hash: &[u8],
+    code_hashes: &[Vec<u8>],
     now: i64,
     max_attempts: i64,
 ) -> Result<CodeCheck> {
@@ -110,7 +112,9 @@ pub async fn verify(
     .await?;
     Ok(match stored {
         None => CodeCheck::Gone,
-        Some(stored) if aws_lc_rs::constant_time::verify_slices_are_equal(&stored, code_hash).is_ok() => {
+        Some(stored)
+            if code_hashes.iter().any(|h| aws_lc_rs::constant_time::verify_slices_are_equal(&stored, h).is_ok()) =>
+        {
             CodeCheck::Valid
         }
         Some(_) => CodeCheck::Wrong,
@@ -119,14 +123,16 @@ pub async fn verify(
 
 /// Consumes a code [`verify`] found valid; false when it is no longer there (consumed by another
 /// request, replaced by a new code, or expired meanwhile).
-pub async fn consume(c: &mut Conn, user_id: &str, purpose: &str, code_hash: &[u8], now: i64) -> Result<bool> {
-    let done =
-        sqlx::query("DELETE FROM user_code WHERE user_id = $1 AND purpose = $2 AND code_hash = $3 AND expires_at > $4")
-            .bind(user_id)
-            .bind(purpose)
-            .bind(code_hash.to_vec())
-            .bind(now)
-            .execute(&mut *c)
-            .await?;
+pub async fn consume(c: &mut Conn, user_id: &str, purpose: &str, code_hashes: &[Vec<u8>], now: i64) -> Result<bool> {
+    let listed: Vec<String> = (0..code_hashes.len()).map(|i| format!("${}", i + 4)).collect();
+    let sql = format!(
+        "DELETE FROM user_code WHERE user_id = $1 AND purpose = $2 AND expires_at > $3 AND code_hash IN ({})",
+        listed.join(", ")
+    );
+    let mut q = sqlx::query(&sql).bind(user_id).bind(purpose).bind(now);
+    for h in code_hashes {
+        q = q.bind(h.clone());
+    }
+    let done = q.execute(&mut *c).await?;
     Ok(done.rows_affected() == 1)
 }

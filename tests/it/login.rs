@@ -704,18 +704,24 @@ on_both!(tries_at_a_code_sent_at_once_count_each, |srv| {
         let (db, gina) = (srv.state.db.clone(), gina.clone());
         tries.spawn(async move {
             let mut c = db.conn().await.unwrap();
-            user_code::verify(&mut c, &gina, "init_password", format!("wrong{i}").as_bytes(), 1, 5).await.unwrap()
+            user_code::verify(&mut c, &gina, "init_password", &[format!("wrong{i}").into_bytes()], 1, 5).await.unwrap()
         });
     }
     let results: Vec<CodeCheck> = tries.join_all().await;
     assert_eq!(results.iter().filter(|r| **r == CodeCheck::Wrong).count(), 5, "{results:?}");
     let mut c = srv.state.db.conn().await.unwrap();
-    assert_eq!(user_code::verify(&mut c, &gina, "init_password", b"right", 1, 5).await.unwrap(), CodeCheck::Gone);
+    assert_eq!(
+        user_code::verify(&mut c, &gina, "init_password", &[b"right".to_vec()], 1, 5).await.unwrap(),
+        CodeCheck::Gone
+    );
     // A fresh code: verified (not used up), then consumed once.
     user_code::put(&mut c, &gina, "init_password", b"again", 0, i64::MAX, user_code::Replace::Always).await.unwrap();
-    assert_eq!(user_code::verify(&mut c, &gina, "init_password", b"again", 1, 5).await.unwrap(), CodeCheck::Valid);
-    assert!(user_code::consume(&mut c, &gina, "init_password", b"again", 1).await.unwrap());
-    assert!(!user_code::consume(&mut c, &gina, "init_password", b"again", 1).await.unwrap());
+    assert_eq!(
+        user_code::verify(&mut c, &gina, "init_password", &[b"again".to_vec()], 1, 5).await.unwrap(),
+        CodeCheck::Valid
+    );
+    assert!(user_code::consume(&mut c, &gina, "init_password", &[b"again".to_vec()], 1).await.unwrap());
+    assert!(!user_code::consume(&mut c, &gina, "init_password", &[b"again".to_vec()], 1).await.unwrap());
 });
 
 on_both!(german_pages_and_security_headers, |srv| {
@@ -1164,4 +1170,36 @@ on_both!(a_forgotten_password_is_reset_by_code, |srv| {
     assert_eq!(code_page.status, 200);
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert_eq!(srv.outbox_to("fred@example.com").len(), sent, "no code while reset is hidden");
+});
+
+// A mailed code is stored as an HMAC under a key derived from the master key, over the user, the
+// purpose and the code: a reader of the store cannot find it by trying all 2^40 codes against a
+// plain digest. A code stored the older way (plain SHA-256, by a version before the change) is
+// still taken while it lives, once.
+on_both!(mailed_codes_are_stored_keyed_and_older_ones_still_count, |srv| {
+    use latch::login::codes;
+    use latch::store::user_code::{self, CodeCheck};
+    let r = srv
+        .post("/management/v1/users/human", json!({"userName": "gina", "profile": {"firstName": "Gina", "lastName": "G"}, "email": {"email": "gina@example.com"}}))
+        .await;
+    let gina = r.ok()["userId"].as_str().unwrap().to_string();
+    srv.post(&format!("/management/v1/users/{gina}/_resend_initialization"), json!({})).await.ok();
+    let code = outbox_code(srv, "gina@example.com").await;
+    let mut c = srv.state.db.conn().await.unwrap();
+    let (stored,): (Vec<u8>,) = sqlx::query_as("SELECT code_hash FROM user_code WHERE user_id = $1")
+        .bind(gina.clone())
+        .fetch_one(&mut *c)
+        .await
+        .unwrap();
+    assert_ne!(stored, latch::crypto::secret::digest(&code), "no plain digest of the code is stored");
+    assert_eq!(stored.len(), 32);
+    let state = &srv.state;
+    assert_eq!(codes::verify(state, &mut c, &gina, codes::INIT, &code.to_lowercase()).await.unwrap(), CodeCheck::Valid);
+    // An older row: the plain digest of a code.
+    let old = "ABCD2345";
+    let legacy = latch::crypto::secret::digest(old);
+    user_code::put(&mut c, &gina, codes::INIT, &legacy, 0, i64::MAX, user_code::Replace::Always).await.unwrap();
+    assert_eq!(codes::verify(state, &mut c, &gina, codes::INIT, "ZZZZ2345").await.unwrap(), CodeCheck::Wrong);
+    assert!(codes::consume(state, &mut c, &gina, codes::INIT, old).await.unwrap());
+    assert!(!codes::consume(state, &mut c, &gina, codes::INIT, old).await.unwrap(), "once");
 });
