@@ -778,8 +778,11 @@ pub async fn init_password(
     // The code arrived by e-mail, which proves the address. A reset also ends the sessions and
     // tokens of whoever knew the old password, as a password set by an administrator does.
     let is_reset = purpose == RESET;
-    if let Err(e) = credentials::set_password_by_code(&mut c, &u.user_id, &hash, is_reset, now).await {
-        return store_fail(t, &headers, e);
+    match credentials::set_password_by_code(&mut c, &u.user_id, &hash, is_reset, now).await {
+        Ok(true) => {}
+        // The user is gone (or no longer a human) since the code was checked: nothing was set.
+        Ok(false) => return show(&state, &mut c, f, &headers, Some(t.err_init_code.to_string()), None).await,
+        Err(e) => return store_fail(t, &headers, e),
     }
     f.progress.password_at = Some(now);
     f.progress.amr = vec!["pwd".into()];
