@@ -143,6 +143,17 @@ pub async fn enrol(State(state): State<AppState>, headers: HeaderMap, body: Byte
             let msg = t.err_too_many.replace("{}", &crate::limits::retry_after_secs(wait).to_string());
             return crate::limits::too_many(page(&state, t, &s, &u, Some(msg)), wait);
         }
+        // ... and the pace kept in the store, which all replicas share.
+        let claimed = async { credentials::otp_claim(&mut *state.db.conn().await?, &u.user_id, now).await }.await;
+        match claimed {
+            Ok(None) => {}
+            Ok(Some(wait)) => {
+                let wait = std::time::Duration::from_secs(wait.unsigned_abs());
+                let msg = t.err_too_many.replace("{}", &crate::limits::retry_after_secs(wait).to_string());
+                return crate::limits::too_many(page(&state, t, &s, &u, Some(msg)), wait);
+            }
+            Err(e) => return store_fail(t, &headers, e),
+        }
         match current_factor(&state, &u, sealed, form.current.trim(), now).await {
             Ok(None) => {}
             Ok(Some(msg)) => return page(&state, t, &s, &u, Some(msg(t).to_string())),

@@ -124,6 +124,14 @@ pub async fn totp(State(state): State<AppState>, Path(id): Path<String>, headers
         return fail(t, &headers, StatusCode::BAD_REQUEST, t.err_form);
     };
     let now = state.clock.now();
+    // ... and the pace kept in the store, which all replicas share.
+    match credentials::otp_claim(&mut c, &u.user_id, now).await {
+        Ok(None) => {}
+        Ok(Some(wait)) => {
+            return too_many(&state, &mut c, f, &headers, std::time::Duration::from_secs(wait.unsigned_abs())).await;
+        }
+        Err(e) => return store_fail(t, &headers, e),
+    }
     let last = u.human().and_then(|h| h.otp_last_step);
     let used = match crate::crypto::totp::verify(&secret, form.code.trim(), now, last) {
         Some(step) => credentials::otp_used(&mut c, &u.user_id, step).await,

@@ -73,11 +73,56 @@ pub async fn otp_used(c: &mut Conn, user_id: &str, step: i64) -> Result<bool> {
     Ok(r.rows_affected() == 1)
 }
 
-/// Counts a wrong TOTP code; locks the user when `max_attempts` (> 0) is reached.
+/// Wrong TOTP codes in a row that may follow each other at once (the per-replica rate budget
+/// aside); after them each try waits [`OTP_GAP`] seconds after the one before, and after
+/// [`OTP_SLOW_AFTER`] wrong codes [`OTP_SLOW_GAP`]. A right code starts over.
+pub const OTP_FREE_TRIES: i64 = 5;
+pub const OTP_SLOW_AFTER: i64 = 10;
+pub const OTP_GAP: i64 = 60;
+pub const OTP_SLOW_GAP: i64 = 900;
+
+/// Takes a TOTP try of `user_id`, counted as wrong until [`otp_used`] proves it right: `None`
+/// when it may be checked, else the seconds to wait. The pace lives in the store, so replicas
+/// share it (the rate budget per user is per replica), and the statement that checks the wait
+/// takes the try, so tries sent at once through several replicas cannot pass together. With
+/// the lockout policy's OTP attempts off (the default) this is what bounds guessing: six digits
+/// in three accepted steps give one chance in about 330,000 per try, and past ten wrong codes
+/// in a row there are 96 tries a day.
+pub async fn otp_claim(c: &mut Conn, user_id: &str, now: i64) -> Result<Option<i64>> {
+    let taken = sqlx::query(
+        "UPDATE account SET failed_otp_attempts = failed_otp_attempts + 1, \
+         changed_at = CASE WHEN failed_otp_attempts >= $3 THEN $2 ELSE changed_at END \
+         WHERE user_id = $1 AND (failed_otp_attempts < $3 \
+           OR changed_at <= $2 - CASE WHEN failed_otp_attempts < $4 THEN $5 ELSE $6 END)",
+    )
+    .bind(user_id)
+    .bind(now)
+    .bind(OTP_FREE_TRIES)
+    .bind(OTP_SLOW_AFTER)
+    .bind(OTP_GAP)
+    .bind(OTP_SLOW_GAP)
+    .execute(&mut *c)
+    .await?;
+    if taken.rows_affected() == 1 {
+        return Ok(None);
+    }
+    let row: Option<(i64, i64)> =
+        sqlx::query_as("SELECT failed_otp_attempts, changed_at FROM account WHERE user_id = $1")
+            .bind(user_id)
+            .fetch_optional(&mut *c)
+            .await?;
+    Ok(Some(match row {
+        Some((n, at)) => (at + if n < OTP_SLOW_AFTER { OTP_GAP } else { OTP_SLOW_GAP } - now).max(1),
+        None => OTP_GAP,
+    }))
+}
+
+/// Records that the try [`otp_claim`] took was wrong; locks the user when its wrong codes in a
+/// row reach `max_attempts` (> 0).
 pub async fn otp_failed(c: &mut Conn, user_id: &str, max_attempts: i64, now: i64) -> Result<bool> {
     let row: Option<(i64,)> = sqlx::query_as(
-        "UPDATE account SET failed_otp_attempts = failed_otp_attempts + 1, \
-         state = CASE WHEN $1 > 0 AND failed_otp_attempts + 1 >= $1 AND state = 1 THEN 4 ELSE state END, \
+        "UPDATE account SET \
+         state = CASE WHEN $1 > 0 AND failed_otp_attempts >= $1 AND state = 1 THEN 4 ELSE state END, \
          changed_at = $2 WHERE user_id = $3 RETURNING state",
     )
     .bind(max_attempts)

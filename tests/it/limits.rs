@@ -291,6 +291,76 @@ async fn second_factor_guessing_is_limited_per_user() {
     srv.stop().await;
 }
 
+// Beside the per-replica budget, second-factor tries keep a pace in the store, which every
+// replica shares: five wrong codes in a row at once, then one try a minute after the last, and
+// past ten wrong codes one each quarter hour; a right code starts over. A try that comes too
+// soon is refused before it is checked, even the right code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_factor_tries_keep_a_pace_every_replica_shares_sqlite() {
+    second_factor_tries_keep_a_pace_every_replica_shares(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_factor_tries_keep_a_pace_every_replica_shares_postgres() {
+    second_factor_tries_keep_a_pace_every_replica_shares(Backend::Postgres).await;
+}
+
+async fn second_factor_tries_keep_a_pace_every_replica_shares(backend: Backend) {
+    let srv = TestServer::start_with(backend, |c| c.limits.login_per_name = "off".into()).await;
+    let secret = "JBSWY3DPEHPK3PXP";
+    let mut r = crate::import_human::record("otp-user", Some(crate::import_human::KEYCLOAK_ARGON2), true);
+    r["otpCode"] = json!(secret);
+    srv.post("/management/v1/users/human/_import", r).await.ok();
+    let b = Browser::new(&srv);
+    let (id, page) = crate::login::start(&srv, &b, &[]).await;
+    let totp = b.sign_in(&id, &page, "otp-user", "secret").await;
+    assert!(totp.html.contains("/totp"), "{}", totp.html);
+    let post = |code: String| {
+        let (b, id, csrf) = (&b, &id, totp.csrf());
+        async move { b.post(&format!("/ui/login/{id}/totp"), &[("csrf", &csrf), ("code", &code)]).await }
+    };
+    let right = || latch::crypto::totp::code_at(secret, latch::clock::Clock::now(&*srv.clock) / 30).unwrap();
+    let wrong = || async {
+        let r = post("000000".into()).await;
+        assert!(r.html.contains("The code is wrong"), "{}", r.html);
+    };
+    for _ in 0..5 {
+        wrong().await;
+    }
+    let early = post(right()).await;
+    assert_eq!(early.status, 429, "{}", early.html);
+    assert!(retry_after(&early.headers) >= 59);
+    assert_eq!(srv.count("session").await, 0);
+    srv.clock.advance(61);
+    let done = post(right()).await;
+    assert_eq!(done.status, 303, "{}", done.html);
+
+    // The right code started over: five at once again, then a minute apart up to ten, then a
+    // quarter hour.
+    let b = Browser::new(&srv);
+    let (id, page) = crate::login::start(&srv, &b, &[]).await;
+    let totp = b.sign_in(&id, &page, "otp-user", "secret").await;
+    let post = |code: String| {
+        let (b, id, csrf) = (&b, &id, totp.csrf());
+        async move { b.post(&format!("/ui/login/{id}/totp"), &[("csrf", &csrf), ("code", &code)]).await }
+    };
+    for i in 0..10 {
+        if i >= 5 {
+            srv.clock.advance(61);
+        }
+        let r = post("000000".into()).await;
+        assert!(r.html.contains("The code is wrong"), "try {i}: {}", r.html);
+    }
+    srv.clock.advance(61);
+    let early = post(right()).await;
+    assert_eq!(early.status, 429, "{}", early.html);
+    assert!(retry_after(&early.headers) > 800);
+    srv.clock.advance(900);
+    let done = post(right()).await;
+    assert_eq!(done.status, 303, "{}", done.html);
+    srv.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_bodies_headers_and_forms_are_refused_in_the_endpoints_format() {
     let srv = TestServer::start(Backend::Sqlite).await;
