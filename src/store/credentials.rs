@@ -84,16 +84,18 @@ pub const OTP_SLOW_GAP: i64 = 900;
 /// Takes a TOTP try of `user_id`, counted as wrong until [`otp_used`] proves it right: `None`
 /// when it may be checked, else the seconds to wait. The pace lives in the store, so replicas
 /// share it (the rate budget per user is per replica), and the statement that checks the wait
-/// takes the try, so tries sent at once through several replicas cannot pass together. With
-/// the lockout policy's OTP attempts off (the default) this is what bounds guessing: six digits
-/// in three accepted steps give one chance in about 330,000 per try, and past ten wrong codes
-/// in a row there are 96 tries a day.
+/// takes the try, so tries sent at once through several replicas cannot pass together. The wait
+/// counts from the last wrong code (`otp_failed_at`), which nothing else moves: a wrong password
+/// or a profile change cannot prolong it. With the lockout policy's OTP attempts off (the
+/// default) this is what bounds guessing: six digits in three accepted steps give one chance in
+/// about 330,000 per try; past ten wrong codes in a row there are 96 tries a day, and ten more
+/// after each right code.
 pub async fn otp_claim(c: &mut Conn, user_id: &str, now: i64) -> Result<Option<i64>> {
     let taken = sqlx::query(
         "UPDATE account SET failed_otp_attempts = failed_otp_attempts + 1, \
-         changed_at = CASE WHEN failed_otp_attempts >= $3 THEN $2 ELSE changed_at END \
-         WHERE user_id = $1 AND (failed_otp_attempts < $3 \
-           OR changed_at <= $2 - CASE WHEN failed_otp_attempts < $4 THEN $5 ELSE $6 END)",
+         otp_failed_at = CASE WHEN failed_otp_attempts >= $3 THEN $2 ELSE otp_failed_at END \
+         WHERE user_id = $1 AND (failed_otp_attempts < $3 OR otp_failed_at IS NULL \
+           OR otp_failed_at <= $2 - CASE WHEN failed_otp_attempts < $4 THEN $5 ELSE $6 END)",
     )
     .bind(user_id)
     .bind(now)
@@ -107,7 +109,7 @@ pub async fn otp_claim(c: &mut Conn, user_id: &str, now: i64) -> Result<Option<i
         return Ok(None);
     }
     let row: Option<(i64, i64)> =
-        sqlx::query_as("SELECT failed_otp_attempts, changed_at FROM account WHERE user_id = $1")
+        sqlx::query_as("SELECT failed_otp_attempts, COALESCE(otp_failed_at, 0) FROM account WHERE user_id = $1")
             .bind(user_id)
             .fetch_optional(&mut *c)
             .await?;
@@ -123,7 +125,7 @@ pub async fn otp_failed(c: &mut Conn, user_id: &str, max_attempts: i64, now: i64
     let row: Option<(i64,)> = sqlx::query_as(
         "UPDATE account SET \
          state = CASE WHEN $1 > 0 AND failed_otp_attempts >= $1 AND state = 1 THEN 4 ELSE state END, \
-         changed_at = $2 WHERE user_id = $3 RETURNING state",
+         changed_at = $2, otp_failed_at = $2 WHERE user_id = $3 RETURNING state",
     )
     .bind(max_attempts)
     .bind(now)
