@@ -363,10 +363,15 @@ pub async fn set_username(c: &mut Conn, user_id: &str, username: &str, now: i64)
     Ok(r.rows_affected() == 1)
 }
 
+/// Sets a user's state; a user made active (unlocked, reactivated) starts with no wrong
+/// passwords or second-factor codes counted (the lockout policy's counts and the second factor's
+/// pace, see `credentials::otp_claim`).
 pub async fn set_state(c: &mut Conn, user_id: &str, state: UserState, now: i64) -> Result<bool> {
     let r = sqlx::query(
-        "UPDATE account SET state = $1, changed_at = $2, failed_password_attempts = \
-         CASE WHEN $1 = 1 THEN 0 ELSE failed_password_attempts END WHERE user_id = $3",
+        "UPDATE account SET state = $1, changed_at = $2, \
+         failed_password_attempts = CASE WHEN $1 = 1 THEN 0 ELSE failed_password_attempts END, \
+         failed_otp_attempts = CASE WHEN $1 = 1 THEN 0 ELSE failed_otp_attempts END, \
+         otp_failed_at = CASE WHEN $1 = 1 THEN NULL ELSE otp_failed_at END WHERE user_id = $3",
     )
     .bind(state.number())
     .bind(now)

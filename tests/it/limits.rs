@@ -310,7 +310,7 @@ async fn second_factor_tries_keep_a_pace_every_replica_shares(backend: Backend) 
     let secret = "JBSWY3DPEHPK3PXP";
     let mut r = crate::import_human::record("otp-user", Some(crate::import_human::KEYCLOAK_ARGON2), true);
     r["otpCode"] = json!(secret);
-    srv.post("/management/v1/users/human/_import", r).await.ok();
+    let user_id = srv.post("/management/v1/users/human/_import", r).await.ok()["userId"].as_str().unwrap().to_string();
     let b = Browser::new(&srv);
     let (id, page) = crate::login::start(&srv, &b, &[]).await;
     let totp = b.sign_in(&id, &page, "otp-user", "secret").await;
@@ -364,6 +364,25 @@ async fn second_factor_tries_keep_a_pace_every_replica_shares(backend: Backend) 
     assert!(retry_after(&early.headers) > 800);
     srv.clock.advance(900);
     let done = post(right()).await;
+    assert_eq!(done.status, 303, "{}", done.html);
+
+    // An administrator who unlocks the user clears the count and the wait with the lock.
+    let b = Browser::new(&srv);
+    let (id, page) = crate::login::start(&srv, &b, &[]).await;
+    let totp = b.sign_in(&id, &page, "otp-user", "secret").await;
+    let csrf = totp.csrf();
+    for _ in 0..5 {
+        b.post(&format!("/ui/login/{id}/totp"), &[("csrf", &csrf), ("code", "000000")]).await;
+    }
+    srv.clock.advance(31);
+    let early = b.post(&format!("/ui/login/{id}/totp"), &[("csrf", &csrf), ("code", &right())]).await;
+    assert_eq!(early.status, 429, "{}", early.html);
+    srv.post(&format!("/management/v1/users/{user_id}/_lock"), json!({})).await.ok();
+    srv.post(&format!("/management/v1/users/{user_id}/_unlock"), json!({})).await.ok();
+    let b = Browser::new(&srv);
+    let (id, page) = crate::login::start(&srv, &b, &[]).await;
+    let totp = b.sign_in(&id, &page, "otp-user", "secret").await;
+    let done = b.post(&format!("/ui/login/{id}/totp"), &[("csrf", &totp.csrf()), ("code", &right())]).await;
     assert_eq!(done.status, 303, "{}", done.html);
     srv.stop().await;
 }
