@@ -264,8 +264,18 @@ fn peer(req: &Request) -> Option<SocketAddr> {
     req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0)
 }
 
-fn deny_json(wait: Duration, _: &HeaderMap) -> Response {
-    crate::oauth::error::OAuthError::too_many_requests(wait).into_response()
+fn deny_json(wait: Duration, headers: &HeaderMap) -> Response {
+    let mut r = crate::oauth::error::OAuthError::too_many_requests(wait).into_response();
+    // A browser application reads this refusal as it reads the endpoint's other answers (the
+    // CORS layers of the routes are inside this budget and never see it): the origin reflected,
+    // as `cors::endpoints` does, and the wait readable.
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let h = r.headers_mut();
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+        h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("retry-after"));
+        h.append(header::VARY, HeaderValue::from_static("origin"));
+    }
+    r
 }
 
 /// The key of an IP budget: an IPv4 address, or the /64 network of an IPv6 address (one host is
@@ -340,6 +350,11 @@ type Deny = fn(Duration, &HeaderMap) -> Response;
 /// authorization requests (each stores a pending sign-in for its lifetime) and login form posts
 /// (the pages themselves stay readable).
 fn ip_budget(req: &Request) -> Option<(IpBudget, Deny)> {
+    // A CORS preflight is the browser's question, not a request of the application's: it draws
+    // on no budget (else an application's preflights could spend its IP's token budget).
+    if req.method() == axum::http::Method::OPTIONS {
+        return None;
+    }
     let path = req.uri().path();
     if path == crate::paths::TOKEN || (path == crate::paths::REVOKE && req.method() == axum::http::Method::POST) {
         Some((IpBudget::Token, deny_json))

@@ -141,6 +141,44 @@ async fn authorization_requests_are_limited_per_ip() {
     srv.stop().await;
 }
 
+// A browser application's CORS preflights draw on no budget, and the budget's refusal carries the
+// CORS headers the endpoint's other answers carry, so the application reads the 429 and its wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_application_sees_the_token_budget_and_its_preflights_spend_none() {
+    let srv = with_limits(|l| l.token_per_ip = "2/1m".into()).await;
+    let http = reqwest::Client::new();
+    let origin = "https://spa.example.com";
+    for _ in 0..4 {
+        let r = http
+            .request(reqwest::Method::OPTIONS, srv.url("/oauth/v2/token"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "preflight: {}", r.status());
+        assert_eq!(r.headers()["access-control-allow-origin"], origin);
+    }
+    let mut last = None;
+    for _ in 0..3 {
+        let r = http
+            .post(srv.url("/oauth/v2/token"))
+            .header("origin", origin)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("grant_type=authorization_code&code=x&client_id=nobody")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.headers()["access-control-allow-origin"], origin, "{}", r.status());
+        last = Some(r);
+    }
+    let r = last.unwrap();
+    assert_eq!(r.status(), 429);
+    assert!(retry_after(r.headers()) >= 1);
+    assert!(r.headers()["access-control-expose-headers"].to_str().unwrap().contains("retry-after"));
+    srv.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_key_set_limits_polling_but_never_a_client_that_honours_cache_control() {
     let srv = with_limits(|l| l.keys_per_ip = "5/1m".into()).await;
