@@ -159,9 +159,11 @@ impl IntoResponse for OAuthError {
         if let Some(secs) = self.retry_after {
             r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
+        // A 401 here is a client's failed authentication (Basic used, or none at introspection):
+        // the challenge names the scheme the endpoint takes (RFC 6749 5.2), never Bearer, which
+        // is userinfo's (it writes its own).
         if status == StatusCode::UNAUTHORIZED {
-            let challenge = if self.basic_auth { "Basic realm=\"latch\"" } else { "Bearer" };
-            r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"latch\""));
         }
         r
     }

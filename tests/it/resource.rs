@@ -146,8 +146,10 @@ on_both!(introspection, |srv| {
         form(srv, "/oauth/v2/introspect", None, &[("token", at), ("client_id", &rs), ("client_secret", &rs_secret)])
             .await;
     assert_eq!((s, b["error"].as_str()), (401, Some("invalid_client")), "client_secret_post is not accepted here");
-    let (s, _, b) = form(srv, "/oauth/v2/introspect", None, &[("token", at)]).await;
+    let (s, h, b) = form(srv, "/oauth/v2/introspect", None, &[("token", at)]).await;
     assert_eq!((s, b["error"].as_str()), (401, Some("invalid_client")));
+    let challenge = h.get("www-authenticate").unwrap().to_str().unwrap();
+    assert!(challenge.starts_with("Basic"), "the scheme the endpoint takes: {challenge}");
     // A client assertion that is no JWT fails the client's authentication too.
     let garbage = [
         ("token", at),
