@@ -343,29 +343,45 @@ async fn second_factor_tries_keep_a_pace_every_replica_shares_postgres() {
     second_factor_tries_keep_a_pace_every_replica_shares(Backend::Postgres).await;
 }
 
+/// A browser at the second-factor step of `user` (password "secret").
+struct AtSecondFactor {
+    b: Browser,
+    id: String,
+    csrf: String,
+}
+
+impl AtSecondFactor {
+    async fn sign_in(srv: &TestServer, user: &str) -> Self {
+        let b = Browser::new(srv);
+        let (id, page) = crate::login::start(srv, &b, &[]).await;
+        let totp = b.sign_in(&id, &page, user, "secret").await;
+        assert!(totp.html.contains("/totp"), "{}", totp.html);
+        let csrf = totp.csrf();
+        Self { b, id, csrf }
+    }
+
+    async fn post(&self, code: &str) -> crate::browser::Page {
+        self.b.post(&format!("/ui/login/{}/totp", self.id), &[("csrf", &self.csrf), ("code", code)]).await
+    }
+
+    async fn wrong(&self) {
+        let r = self.post("000000").await;
+        assert!(r.html.contains("The code is wrong"), "{}", r.html);
+    }
+}
+
 async fn second_factor_tries_keep_a_pace_every_replica_shares(backend: Backend) {
     let srv = TestServer::start_with(backend, |c| c.limits.login_per_name = "off".into()).await;
     let secret = "JBSWY3DPEHPK3PXP";
     let mut r = crate::import_human::record("otp-user", Some(crate::import_human::KEYCLOAK_ARGON2), true);
     r["otpCode"] = json!(secret);
     let user_id = srv.post("/management/v1/users/human/_import", r).await.ok()["userId"].as_str().unwrap().to_string();
-    let b = Browser::new(&srv);
-    let (id, page) = crate::login::start(&srv, &b, &[]).await;
-    let totp = b.sign_in(&id, &page, "otp-user", "secret").await;
-    assert!(totp.html.contains("/totp"), "{}", totp.html);
-    let post = |code: String| {
-        let (b, id, csrf) = (&b, &id, totp.csrf());
-        async move { b.post(&format!("/ui/login/{id}/totp"), &[("csrf", &csrf), ("code", &code)]).await }
-    };
     let right = || latch::crypto::totp::code_at(secret, latch::clock::Clock::now(&*srv.clock) / 30).unwrap();
-    let wrong = || async {
-        let r = post("000000".into()).await;
-        assert!(r.html.contains("The code is wrong"), "{}", r.html);
-    };
+    let at = AtSecondFactor::sign_in(&srv, "otp-user").await;
     for _ in 0..5 {
-        wrong().await;
+        at.wrong().await;
     }
-    let early = post(right()).await;
+    let early = at.post(&right()).await;
     assert_eq!(early.status, 429, "{}", early.html);
     assert!(retry_after(&early.headers) >= 59);
     assert_eq!(srv.count("session").await, 0);
@@ -377,50 +393,38 @@ async fn second_factor_tries_keep_a_pace_every_replica_shares(backend: Backend) 
     let failed = other.sign_in(&other_id, &other_page, "otp-user", "not the password").await;
     assert!(!failed.html.contains("/totp"), "{}", failed.html);
     srv.clock.advance(21);
-    let done = post(right()).await;
+    let done = at.post(&right()).await;
     assert_eq!(done.status, 303, "{}", done.html);
 
     // The right code started over: five at once again, then a minute apart up to ten, then a
     // quarter hour.
-    let b = Browser::new(&srv);
-    let (id, page) = crate::login::start(&srv, &b, &[]).await;
-    let totp = b.sign_in(&id, &page, "otp-user", "secret").await;
-    let post = |code: String| {
-        let (b, id, csrf) = (&b, &id, totp.csrf());
-        async move { b.post(&format!("/ui/login/{id}/totp"), &[("csrf", &csrf), ("code", &code)]).await }
-    };
+    let at = AtSecondFactor::sign_in(&srv, "otp-user").await;
     for i in 0..10 {
         if i >= 5 {
             srv.clock.advance(61);
         }
-        let r = post("000000".into()).await;
+        let r = at.post("000000").await;
         assert!(r.html.contains("The code is wrong"), "try {i}: {}", r.html);
     }
     srv.clock.advance(61);
-    let early = post(right()).await;
+    let early = at.post(&right()).await;
     assert_eq!(early.status, 429, "{}", early.html);
     assert!(retry_after(&early.headers) > 800);
     srv.clock.advance(900);
-    let done = post(right()).await;
+    let done = at.post(&right()).await;
     assert_eq!(done.status, 303, "{}", done.html);
 
     // An administrator who unlocks the user clears the count and the wait with the lock.
-    let b = Browser::new(&srv);
-    let (id, page) = crate::login::start(&srv, &b, &[]).await;
-    let totp = b.sign_in(&id, &page, "otp-user", "secret").await;
-    let csrf = totp.csrf();
+    let at = AtSecondFactor::sign_in(&srv, "otp-user").await;
     for _ in 0..5 {
-        b.post(&format!("/ui/login/{id}/totp"), &[("csrf", &csrf), ("code", "000000")]).await;
+        at.post("000000").await;
     }
     srv.clock.advance(31);
-    let early = b.post(&format!("/ui/login/{id}/totp"), &[("csrf", &csrf), ("code", &right())]).await;
+    let early = at.post(&right()).await;
     assert_eq!(early.status, 429, "{}", early.html);
     srv.post(&format!("/management/v1/users/{user_id}/_lock"), json!({})).await.ok();
     srv.post(&format!("/management/v1/users/{user_id}/_unlock"), json!({})).await.ok();
-    let b = Browser::new(&srv);
-    let (id, page) = crate::login::start(&srv, &b, &[]).await;
-    let totp = b.sign_in(&id, &page, "otp-user", "secret").await;
-    let done = b.post(&format!("/ui/login/{id}/totp"), &[("csrf", &totp.csrf()), ("code", &right())]).await;
+    let done = AtSecondFactor::sign_in(&srv, "otp-user").await.post(&right()).await;
     assert_eq!(done.status, 303, "{}", done.html);
     srv.stop().await;
 }
