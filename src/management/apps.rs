@@ -21,21 +21,26 @@ use crate::id::new_id;
 use crate::store::app::{self, App, AppKind, OidcConfig};
 use crate::store::{Conn, StoreError};
 
-/// A client id from `next` that is no user's name or id. A machine user's name is the client id
-/// of its client_credentials tokens and a user's id that of its jwt-bearer tokens; machine users
-/// may not take an application's client id (`USER-NameIsClientId`), and an application's new id
-/// (time-based, so guessable a moment ahead) may not take theirs either.
-pub async fn fresh_client_id(c: &mut Conn, mut next: impl FnMut() -> String) -> ApiResult<String> {
+/// A client id or project id from `next` that is no user's name or id, nor a project's id or
+/// an application's client id. All of them go into tokens' audiences, where each names who may
+/// take the token: a machine user's name is the client id of its client_credentials tokens and a
+/// user's id that of its jwt-bearer tokens, and an application's tokens name its client id and
+/// its project's id. Machine users may take none of these (`USER-NameIsClientId`,
+/// `USER-NameIsProjectId`), and a new id (time-based, so guessable a moment ahead) may not take
+/// theirs either, nor an id an import chose.
+pub async fn fresh_audience_id(c: &mut Conn, mut next: impl FnMut() -> String) -> ApiResult<String> {
     for _ in 0..5 {
         let id = next();
         if crate::store::user::get_by_username(c, &id).await?.is_none()
             && crate::store::user::get(c, &id).await?.is_none()
+            && crate::store::project::get(c, &id).await?.is_none()
+            && app::get_by_client_id(c, &id).await?.is_none()
         {
             return Ok(id);
         }
-        tracing::warn!(client_id = %id, "a new client id was a user's name or id; another is drawn");
+        tracing::warn!(id = %id, "a new client or project id was taken as a user's name or id, a project's id or a client id; another is drawn");
     }
-    Err(ApiError::internal("five new client ids in a row were users' names or ids"))
+    Err(ApiError::internal("five new ids in a row were taken as users' names or ids, project ids or client ids"))
 }
 
 /// Every field of `AddOIDCAppRequest` (`name` and `version` are ignored on updates; `projectId`
@@ -242,7 +247,7 @@ pub async fn add_oidc_app(
     let mut tx = state.db.begin().await?;
     let p = load_project(&mut tx, &caller, &project_id).await?;
     let app_id = new_id();
-    let client_id = fresh_client_id(&mut tx, new_id).await?;
+    let client_id = fresh_audience_id(&mut tx, new_id).await?;
     let problems = problem_views(&config, auth);
     insert_app(
         &mut tx,
@@ -396,7 +401,7 @@ pub async fn add_api_app(
     let mut tx = state.db.begin().await?;
     let p = load_project(&mut tx, &caller, &project_id).await?;
     let app_id = new_id();
-    let client_id = fresh_client_id(&mut tx, new_id).await?;
+    let client_id = fresh_audience_id(&mut tx, new_id).await?;
     insert_app(
         &mut tx,
         &App {

@@ -70,13 +70,19 @@ pub async fn add_machine(
 }
 
 /// A machine user's user name is the client_id of its client_credentials tokens (and names it
-/// at revocation): the client id of an application, of any organization, would make its tokens
-/// pass for that application's, and a user's id would match that user's jwt-bearer tokens
-/// (whose client_id is the user id).
+/// at revocation), and the first entry of their audience: the client id of an application, of
+/// any organization, would make its tokens pass for that application's, a project's id for
+/// tokens of that project's applications (resource servers take a token whose audience names
+/// their project), and a user's id would match that user's jwt-bearer tokens (whose client_id
+/// is the user id).
 pub async fn check_machine_name(c: &mut Conn, name: &str) -> ApiResult<()> {
     if crate::store::app::get_by_client_id(c, name).await?.is_some() {
         return Err(ApiError::invalid("the user name is the client id of an application; choose another user name")
             .with_id("USER-NameIsClientId"));
+    }
+    if crate::store::project::get(c, name).await?.is_some() {
+        return Err(ApiError::invalid("the user name is the id of a project; choose another user name")
+            .with_id("USER-NameIsProjectId"));
     }
     if user::get(c, name).await?.is_some() {
         return Err(
@@ -86,13 +92,18 @@ pub async fn check_machine_name(c: &mut Conn, name: &str) -> ApiResult<()> {
     Ok(())
 }
 
-/// A machine user's id is the client_id of its jwt-bearer tokens: an id the caller chose must
-/// not be an application's client id (of any organization), nor the user name of another
-/// machine user (the client_id of that user's client_credentials tokens).
+/// A machine user's id is the client_id of its jwt-bearer tokens and the first entry of their
+/// audience: an id the caller chose must not be an application's client id or a project's id
+/// (of any organization), nor the user name of another machine user (the client_id of that
+/// user's client_credentials tokens).
 async fn check_machine_id(c: &mut Conn, id: &str) -> ApiResult<()> {
     if crate::store::app::get_by_client_id(c, id).await?.is_some() {
         return Err(ApiError::invalid("the user id is the client id of an application; choose another user id")
             .with_id("USER-IdIsClientId"));
+    }
+    if crate::store::project::get(c, id).await?.is_some() {
+        return Err(ApiError::invalid("the user id is the id of a project; choose another user id")
+            .with_id("USER-IdIsProjectId"));
     }
     if user::username_taken(c, id).await? {
         return Err(

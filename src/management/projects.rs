@@ -46,7 +46,7 @@ pub async fn add_project(
     if project::name_taken(&mut tx, &caller.org_id, &req.name).await? {
         return Err(ApiError::exists("a project with this name already exists").with_id("PROJECT-AlreadyExists"));
     }
-    let id = new_id();
+    let id = crate::management::apps::fresh_audience_id(&mut tx, new_id).await?;
     project::insert(
         &mut tx,
         &Project {

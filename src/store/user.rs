@@ -693,6 +693,14 @@ pub async fn all_names(c: &mut Conn) -> Result<Vec<(String, String, String)>> {
     Ok(sqlx::query_as("SELECT username_key, user_id, org_id FROM account").fetch_all(&mut *c).await?)
 }
 
+/// The e-mail address keys of every human user (login names too: a human signs in with an
+/// address no other human has).
+pub async fn human_email_keys(c: &mut Conn) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar("SELECT email_key FROM account WHERE user_type = 1 AND email_key <> ''")
+        .fetch_all(&mut *c)
+        .await?)
+}
+
 /// Inserts many users with one statement per hundred.
 pub async fn insert_many(c: &mut Conn, users: &[User]) -> Result<()> {
     use super::query::Arg;

@@ -28,10 +28,21 @@ on_both!(machine_users_and_secrets, |srv| {
     srv.post("/management/v1/users/machine", json!({"userName": "nameless"})).await.err(400, 3);
     // An application's client id is no user name: the machine user's tokens would carry it as
     // their client_id and audience.
-    let (client_id, _, _) = crate::browser::oidc_app(srv, json!({})).await;
+    let (client_id, _, project) = crate::browser::oidc_app(srv, json!({})).await;
     let r = srv.post("/management/v1/users/machine", json!({"userName": client_id, "name": "Mimic"})).await;
     r.err(400, 3);
     assert!(r.body["message"].as_str().unwrap().contains("client id"), "{}", r.body);
+    // Nor a project's id, as name or id: a resource server of the project takes a token whose
+    // audience names the project, and the machine user's tokens name it first.
+    for body in
+        [json!({"userName": project, "name": "Mimic"}), json!({"userName": "mimic", "name": "M", "userId": project})]
+    {
+        let r = srv.post("/management/v1/users/machine", body).await;
+        r.err(400, 3);
+        assert!(r.body["message"].as_str().unwrap().contains("project"), "{}", r.body);
+    }
+    let r = srv.put("/management/v1/users/my-own-id/username", json!({"userName": project})).await;
+    r.err(400, 3);
     // Nor is it a user id: the jwt-bearer tokens of that user would carry it as their client_id
     // (and an application's introspection would take them for its own); nor another machine
     // user's name, the client_id of that user's client_credentials tokens.
@@ -87,16 +98,17 @@ on_both!(machine_users_and_secrets, |srv| {
     srv.post(&format!("/management/v1/users/{admin}/keys"), json!({"type": "KEY_TYPE_JSON"})).await.err(400, 9);
 });
 
-// A new application's client id is no user's name or id (the client id of that user's
-// client_credentials or jwt-bearer tokens): a drawn id that is one is drawn again.
+// A new application's client id or project's id is no user's name or id, project id or client
+// id (an import chooses those): a drawn id that is one is drawn again.
 on_both!(a_new_client_id_is_no_users_name_or_id, |srv| {
-    use latch::management::apps::fresh_client_id;
+    use latch::management::apps::fresh_audience_id;
     let r = srv.post("/management/v1/users/machine", json!({"userName": "m-taken", "name": "M"})).await;
     let user_id = r.ok()["userId"].as_str().unwrap().to_string();
+    let (client_id, _, project) = crate::browser::oidc_app(srv, json!({})).await;
     let mut c = srv.state.db.conn().await.unwrap();
-    let mut drawn = ["m-taken".to_string(), user_id, "free".to_string()].into_iter();
-    assert_eq!(fresh_client_id(&mut c, || drawn.next().unwrap()).await.unwrap(), "free");
-    let e = fresh_client_id(&mut c, || "m-taken".to_string()).await.unwrap_err();
+    let mut drawn = ["m-taken".to_string(), user_id, client_id, project, "free".to_string()].into_iter();
+    assert_eq!(fresh_audience_id(&mut c, || drawn.next().unwrap()).await.unwrap(), "free");
+    let e = fresh_audience_id(&mut c, || "m-taken".to_string()).await.unwrap_err();
     assert_eq!(e.code, latch::api::error::Code::Internal);
 });
 

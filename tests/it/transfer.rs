@@ -1036,6 +1036,64 @@ on_both!(imported_user_names_keep_out_of_other_organizations_domains, |srv| {
     assert_eq!(counts(srv).await, after);
 });
 
+// An imported user's name may not take another user's sign-ins, as the management API refuses
+// (USER-LoginNameTaken): the login form looks a name up as a user name first, so a name that is
+// a user's name at the organization's domain, or a human's e-mail address (also in an earlier
+// organization of the document), would sign that user's sign-ins into the imported one; nor may
+// a name's own login name at the organization's domain be someone's user name.
+on_both!(imported_user_names_take_no_ones_sign_ins, |srv| {
+    srv.post("/management/v1/orgs/me/domains", json!({"domain": "home.test"})).await.ok();
+    let me = srv.get("/management/v1/orgs/me").await.ok()["org"]["id"].as_str().unwrap().to_string();
+    let named = |name: &str, email: &str| {
+        let mut r = record(name.split('@').next().unwrap(), None, true);
+        r["userName"] = json!(name);
+        r["email"]["email"] = json!(email);
+        r
+    };
+    srv.post("/management/v1/users/human/_import", named("alice", "alice@mail.test")).await.ok();
+    srv.post("/management/v1/users/human/_import", named("dave@home.test", "dave@mail.test")).await.ok();
+    let user = |id: &str, name: &str, email: &str| json!({"userId": id, "user": named(name, email)});
+    let orgs = json!({"orgs": [
+        {"orgId": me, "org": {"name": "latch"}, "humanUsers": [
+            user("m-1", "ALICE@home.test", "m1@mail.test"),
+            user("m-2", "dave", "m2@mail.test"),
+            user("m-3", "zed", "m3@mail.test"),
+        ]},
+        {"orgId": "org-w", "org": {"name": "W"}, "humanUsers": [user("w-1", "xavier", "xavier@mail.test")]},
+        {"orgId": "org-x", "org": {"name": "X"}, "humanUsers": [user("x-1", "Alice@Mail.test", "x1@mail.test")]},
+        {"orgId": "org-y", "org": {"name": "Y"}, "humanUsers": [user("y-1", "xavier@mail.test", "y1@mail.test")]},
+    ]});
+    let before = counts(srv).await;
+    let r = import(srv, json!({"dataOrgs": orgs, "timeout": "1m"})).await;
+    let errors = r["errors"].as_array().unwrap();
+    let has = |id: &str, text: &str| {
+        errors
+            .iter()
+            .any(|e| e["type"] == "human_user" && e["id"] == id && e["message"].as_str().unwrap().contains(text))
+    };
+    assert!(has("m-1", "login name of user"), "{r}");
+    assert!(has("m-2", "is the name of user"), "{r}");
+    assert!(has("x-1", "e-mail address"), "{r}");
+    assert!(has("y-1", "e-mail address"), "{r}");
+    assert_eq!(errors.len(), 4, "{r}");
+    // An organization is imported whole or not at all.
+    let imported: Vec<&str> =
+        r["success"]["orgs"].as_array().unwrap().iter().map(|o| o["orgId"].as_str().unwrap()).collect();
+    assert_eq!(imported, ["org-w"], "{r}");
+    let mut after = before;
+    after[0] += 1; // org-w
+    after[1] += 1; // its generated domain
+    after[2] += 1; // xavier
+    assert_eq!(counts(srv).await, after);
+    // alice still signs in with her address, and as alice@home.test.
+    for login in ["alice@mail.test", "alice@home.test"] {
+        let mut c = srv.state.db.conn().await.unwrap();
+        let found = latch::store::user::find_by_domain_or_email(&mut c, login, true).await.unwrap();
+        assert_eq!(found.unwrap().username, "alice", "{login}");
+        assert!(latch::store::user::get_by_username(&mut c, login).await.unwrap().is_none(), "{login}");
+    }
+});
+
 // A new organization with no primary domain gets a generated one, which is none of the domains
 // it lists (one of them being the name the generator tries first), and which the document's
 // later organizations may not name users in.
@@ -1071,9 +1129,10 @@ on_both!(a_generated_domain_is_none_of_the_listed_ones, |srv| {
 // application's client id, nor an application a machine user's id or name, as the management
 // API refuses too. Each such organization fails whole; the others arrive.
 on_both!(imported_machine_users_and_applications_keep_their_client_ids_apart, |srv| {
-    let (client_id, _, _) = crate::browser::oidc_app(srv, json!({})).await;
+    let (client_id, _, project_id) = crate::browser::oidc_app(srv, json!({})).await;
     let r = srv.post("/management/v1/users/machine", json!({"userName": "printer", "name": "P"})).await;
     let printer_id = r.ok()["userId"].as_str().unwrap().to_string();
+    let project = |org: &str, id: &str| json!({"orgId": org, "org": {"name": org}, "projects": [{"projectId": id, "project": {"name": "P"}}]});
     let machine = |id: &str, name: &str| json!({"userId": id, "user": {"userName": name, "name": "M"}});
     let with_api_app = |org: &str, client: &str| {
         json!({"orgId": org, "org": {"name": org}, "projects": [{"projectId": format!("p-{org}"), "project": {"name": "P"}}],
@@ -1090,6 +1149,13 @@ on_both!(imported_machine_users_and_applications_keep_their_client_ids_apart, |s
         with_api_app("org-h", "Latch"),
         {"orgId": "org-i", "org": {"name": "I"}, "projects": [{"projectId": "latch", "project": {"name": "P"}}]},
         {"orgId": "default", "org": {"name": "Default"}},
+        // Project ids are in tokens' audiences too: none may be a client id or a machine user's
+        // name or id, nor a client id or machine user's name or id a project's id.
+        project("org-j", &client_id),
+        project("org-k", "printer"),
+        with_api_app("org-l", &project_id),
+        {"orgId": "org-m", "org": {"name": "M"}, "machineUsers": [machine("m-m", &project_id)]},
+        {"orgId": "org-n", "org": {"name": "N"}, "machineUsers": [machine(&project_id, "m-n")]},
     ]});
     let before = counts(srv).await;
     let r = import(srv, json!({"dataOrgs": orgs, "timeout": "1m"})).await;
@@ -1104,6 +1170,11 @@ on_both!(imported_machine_users_and_applications_keep_their_client_ids_apart, |s
         ("org-h", "reserved"),
         ("org-i", "reserved"),
         ("default", "reserved"),
+        ("org-j", "its id is the client id of an application or a machine user"),
+        ("org-k", "its id is the client id of an application or a machine user"),
+        ("org-l", "is the id of a project"),
+        ("org-m", "is the id of a project"),
+        ("org-n", "is the id of a project"),
     ] {
         let found = errors.iter().any(|e| {
             let m = e["message"].as_str().unwrap();

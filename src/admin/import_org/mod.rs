@@ -38,16 +38,19 @@ pub use write::{Ledger, Target};
 
 const MAX_ERRORS: usize = 100;
 
-/// The users and domains of the instance (two queries for the whole import): users by user
-/// name key and by id, the organization of each domain, and the organizations whose users have
-/// user names ending in `@` and a domain (which only that organization may hold, as
-/// [`crate::management::users::check_username_domain`] and adding a domain keep it).
+/// The users and domains of the instance (three queries for the whole import): users by user
+/// name key and by id, the organization of each domain (and the domains of each organization),
+/// the organizations whose users have user names ending in `@` and a domain (which only that
+/// organization may hold, as [`crate::management::users::check_username_domain`] and adding a
+/// domain keep it), and the human users' e-mail addresses (a login name too).
 #[derive(Default)]
 pub struct Index {
     by_name: HashMap<String, (String, String)>,
     org_of: HashMap<String, String>,
     domains: HashMap<String, String>,
+    domains_of: HashMap<String, Vec<String>>,
     names_in_domain: HashMap<String, HashSet<String>>,
+    emails: HashSet<String>,
 }
 
 impl Index {
@@ -56,13 +59,21 @@ impl Index {
         let mut index = Index {
             by_name: HashMap::with_capacity(rows.len()),
             org_of: HashMap::with_capacity(rows.len()),
-            domains: org::all_domains(c).await?.into_iter().collect(),
-            names_in_domain: HashMap::new(),
+            emails: user::human_email_keys(c).await?.into_iter().collect(),
+            ..Index::default()
         };
+        for (domain, org) in org::all_domains(c).await? {
+            index.add_domain(domain, org);
+        }
         for (key, id, org) in rows {
             index.add_name(key, id, org);
         }
         Ok(index)
+    }
+
+    fn add_domain(&mut self, domain: String, org: String) {
+        self.domains_of.entry(org.clone()).or_default().push(domain.clone());
+        self.domains.insert(domain, org);
     }
 
     fn add_name(&mut self, key: String, id: String, org: String) {
@@ -78,13 +89,44 @@ impl Index {
     fn add(&mut self, plan: &Plan, org_id: &str, generated: Option<String>) {
         for u in &plan.users {
             self.add_name(fold(&u.username), u.user_id.clone(), u.org_id.clone());
+            if let Some(h) = u.human().filter(|h| !h.email.trim().is_empty()) {
+                self.emails.insert(fold(h.email.trim()));
+            }
         }
         for d in &plan.domains {
-            self.domains.insert(d.domain.clone(), d.org_id.clone());
+            self.add_domain(d.domain.clone(), d.org_id.clone());
         }
         if let Some(domain) = generated {
-            self.domains.insert(domain, org_id.to_string());
+            self.add_domain(domain, org_id.to_string());
         }
+    }
+
+    /// Whose sign-ins a new user named `username` in `org_id` would take, as the management
+    /// API's [`crate::management::users::check_login_name_free`] refuses: the login form looks a
+    /// name up as a user name first, then as a name at an organization's domain, then as a
+    /// human's e-mail address. So the name may not be `name@domain` for a user `name` of the
+    /// organization with that domain, nor a human's e-mail address, nor, the other way round,
+    /// a name whose `name@domain` at one of the organization's domains is someone's user name.
+    fn login_name_taken(&self, username: &str, org_id: &str) -> Option<String> {
+        let key = fold(username.trim());
+        if let Some((name, domain)) = key.rsplit_once('@') {
+            if self.domains.get(domain).is_some_and(|o| o == org_id)
+                && let Some((other, _)) = self.by_name.get(name).filter(|(_, o)| o == org_id)
+            {
+                return Some(format!("it is the login name of user {other} (its name at the organization's domain)"));
+            }
+            if self.emails.contains(&key) {
+                return Some("it is a human user's e-mail address, with which that user signs in".to_string());
+            }
+        }
+        for domain in self.domains_of.get(org_id).into_iter().flatten() {
+            if let Some((other, _)) = self.by_name.get(&format!("{key}@{domain}")) {
+                return Some(format!(
+                    "its login name at the organization's domain {domain} is the name of user {other}"
+                ));
+            }
+        }
+        None
     }
 
     /// The organization other than `org_id` whose domain `username` ends in.

@@ -43,6 +43,10 @@ fn check_user_slot(
         );
         return false;
     }
+    if let Some(why) = index.login_name_taken(username, ck.org_id) {
+        ck.fail(kind, id, format!("the user name '{}' would take another user's sign-ins: {why}", username.trim()));
+        return false;
+    }
     true
 }
 

@@ -246,12 +246,29 @@ async fn write(state: &AppState, c: &mut Conn, org_id: &str, plan: &Plan, now: i
     Ok(generated)
 }
 
-/// A machine user's id and name are the client ids of its tokens (jwt-bearer, client_credentials),
-/// so neither may be an application's client id, in this organization or another, nor the other
-/// one of another user, as the management API refuses too: its tokens would pass for theirs. Read after the
-/// organization's applications and users are written, so it sees both those of the document and
-/// those already there.
+/// The names tokens carry in their audience stay apart, as the management API keeps them: a
+/// machine user's id and name are the client ids of its tokens (jwt-bearer, client_credentials),
+/// an application's client id and its project's id are in its tokens, and a resource server
+/// takes a token whose audience names its client id or its project. So no machine user's id or
+/// name may be an application's client id or a project's id, in this organization or another,
+/// nor the other one of another user; no application's client id a project's id; and no
+/// project's id a client id or a machine user's id or name: each would make one party's tokens
+/// pass for another's (another organization's, where the document chose it). Read after the
+/// organization's projects, applications and users are written, so it sees both those of the
+/// document and those already there.
 async fn client_ids_apart(c: &mut Conn, plan: &Plan) -> ApiResult<()> {
+    let machine = |u: Option<user::User>| u.is_some_and(|u| matches!(u.kind, Kind::Machine(_)));
+    for p in &plan.projects {
+        let id = &p.project_id;
+        if app::get_by_client_id(c, id).await?.is_some()
+            || machine(user::get(c, id).await?)
+            || machine(user::get_by_username(c, id).await?)
+        {
+            return Err(ApiError::exists(format!(
+                "project {id}: its id is the client id of an application or a machine user's id or name"
+            )));
+        }
+    }
     for u in plan.users.iter().filter(|u| matches!(u.kind, Kind::Machine(_))) {
         for name in [&u.user_id, &u.username] {
             if app::get_by_client_id(c, name).await?.is_some() {
@@ -259,6 +276,9 @@ async fn client_ids_apart(c: &mut Conn, plan: &Plan) -> ApiResult<()> {
                     "machine user {}: '{name}' is the client id of an application",
                     u.user_id
                 )));
+            }
+            if project::get(c, name).await?.is_some() {
+                return Err(ApiError::exists(format!("machine user {}: '{name}' is the id of a project", u.user_id)));
             }
         }
         // Nor another user's name as its id, nor another user's id as its name.
@@ -271,7 +291,12 @@ async fn client_ids_apart(c: &mut Conn, plan: &Plan) -> ApiResult<()> {
         }
     }
     for a in &plan.apps {
-        let machine = |u: Option<user::User>| u.is_some_and(|u| matches!(u.kind, Kind::Machine(_)));
+        if project::get(c, &a.client_id).await?.is_some() {
+            return Err(ApiError::exists(format!(
+                "application {}: its client id {} is the id of a project",
+                a.app_id, a.client_id
+            )));
+        }
         if machine(user::get(c, &a.client_id).await?) || machine(user::get_by_username(c, &a.client_id).await?) {
             return Err(ApiError::exists(format!(
                 "application {}: its client id {} is a machine user's id or name",
