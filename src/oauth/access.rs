@@ -1,7 +1,9 @@
 //! Reading an access token presented to latch (introspection, userinfo, revocation, the
 //! management API): a JWT access token, an opaque (sealed) one, or a personal access token.
 //! A token counts only while it is unexpired, not revoked (by itself, its session or its grant),
-//! not older than its user's cut-off (`User::tokens_valid_from`) and its user is active.
+//! not older than its user's cut-off (`User::tokens_valid_from`), its user is active and the
+//! party it was issued to is still there (an active application of an active project, or the
+//! machine user itself).
 
 use super::issue::AccessClaims;
 use crate::app::AppState;
@@ -98,10 +100,31 @@ pub async fn resolve(state: &AppState, c: &mut impl Source, token: &str) -> Resu
     if revoked || !u.is_active() || (!is_pat && claims.iat < u.tokens_valid_from) {
         return Ok(None);
     }
+    if !is_pat && !issued_to_live_party(state, c, &claims, &u).await? {
+        return Ok(None);
+    }
     if !actor_still_acts(c, claims.act.as_ref(), claims.iat, &u).await? {
         return Ok(None);
     }
     Ok(Some(Access { claims, user: u, is_pat }))
+}
+
+/// Whether the party a token was issued to (its `client_id`) is still there: the machine user
+/// itself (client_credentials tokens name it by its user name, jwt-bearer tokens by its id), or
+/// an application that is active, in a project that is active. A deactivated or removed
+/// application's tokens (or its project's) count no more, as Keycloak's introspection refuses
+/// the tokens of a disabled client; reactivating it brings back those not yet expired. Both
+/// answers come from the replica's one-second cache, so no query on the hot paths.
+async fn issued_to_live_party(state: &AppState, c: &mut impl Source, claims: &AccessClaims, u: &User) -> Result<bool> {
+    if claims.client_id == u.user_id || claims.client_id == u.username {
+        return Ok(true);
+    }
+    let Some(app) = state.cache.app(c, &claims.client_id).await? else { return Ok(false) };
+    if app.state != crate::domain::enums::AppState::Active {
+        return Ok(false);
+    }
+    let project = state.cache.project(c, &app.project_id).await?;
+    Ok(project.is_some_and(|p| p.state == crate::domain::enums::ProjectState::Active))
 }
 
 /// Whether `actor_id` may impersonate users of `org_id`: an impersonator role of the instance or

@@ -167,6 +167,44 @@ on_both!(introspection, |srv| {
     assert_eq!(b["username"], "script@latch.127.0.0.1");
 });
 
+// The tokens of an application count only while it and its project are active (as Keycloak
+// refuses a disabled client's tokens): deactivated, its tokens are inactive at introspection
+// and refused by userinfo; reactivated, those not expired count again; removed, for good.
+// (A machine user's own client_credentials and jwt-bearer tokens name no application; the
+// introspection tests above show them counting.)
+on_both!(an_applications_tokens_count_while_it_is_active, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let (client_id, _, project, t) = signed_in(srv, "openid", json!({})).await;
+    let at = t["access_token"].as_str().unwrap().to_string();
+    let (rs, rs_secret) = api_app(srv, &project).await;
+    let app_id = {
+        let mut c = srv.state.db.conn().await.unwrap();
+        latch::store::app::get_by_client_id(&mut c, &client_id).await.unwrap().unwrap().app_id
+    };
+    let path = format!("/management/v1/projects/{project}/apps/{app_id}");
+    let introspected = || async {
+        let (status, _, b) = form(srv, "/oauth/v2/introspect", Some((&rs, &rs_secret)), &[("token", &at)]).await;
+        assert_eq!(status, 200, "{b}");
+        b["active"] == true
+    };
+    assert!(introspected().await);
+    assert_eq!(userinfo(srv, &at).await.0, 200);
+    srv.post(&format!("{path}/_deactivate"), json!({})).await.ok();
+    assert!(!introspected().await, "a deactivated application's token");
+    assert_eq!(userinfo(srv, &at).await.0, 401);
+    srv.post(&format!("{path}/_reactivate"), json!({})).await.ok();
+    assert!(introspected().await);
+    assert_eq!(userinfo(srv, &at).await.0, 200);
+    let project_path = format!("/management/v1/projects/{project}");
+    srv.post(&format!("{project_path}/_deactivate"), json!({})).await.ok();
+    assert_eq!(userinfo(srv, &at).await.0, 401, "a deactivated project's token");
+    srv.post(&format!("{project_path}/_reactivate"), json!({})).await.ok();
+    assert_eq!(userinfo(srv, &at).await.0, 200);
+    srv.delete(&path).await.ok();
+    assert!(!introspected().await, "a removed application's token");
+    assert_eq!(userinfo(srv, &at).await.0, 401);
+});
+
 on_both!(userinfo_endpoint, |srv| {
     let alice = human(srv, "alice", "Wonder-land1").await;
     let (client_id, _, _, t) = signed_in(srv, "openid profile email phone", json!({})).await;
@@ -414,6 +452,39 @@ on_both!(a_code_from_before_a_logout_is_refused_all_its_life, config: |c| c.logi
     // A code of a sign-in after the logout is taken, so the refusal above is the logout's.
     let (code, verifier) = code_for(srv, &b, &client_id, "openid").await;
     exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await.ok();
+});
+
+// A logout on another replica while a code is redeemed here: that replica revokes the refresh
+// tokens it finds stored, and this replica's mirror of revocations may not hold the session's
+// entry yet (it polls every 200 ms). A redemption that stores a refresh token therefore reads the
+// session's entry from the store: the token is not handed out and is revoked, where before it
+// stayed live and, once the entry was swept, refreshed again. The other replica's logout is its
+// entry written to the store alone; three rounds, as the mirror may poll in between.
+on_both!(a_logout_on_another_replica_during_a_redemption_leaves_no_live_refresh_token, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    for _ in 0..3 {
+        let b = Browser::new(srv);
+        let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+        let t = latch::clock::Clock::now(&*srv.clock);
+        let mut c = srv.state.db.conn().await.unwrap();
+        let sessions: Vec<(String,)> =
+            sqlx::query_as("SELECT session_id FROM session").fetch_all(&mut *c).await.unwrap();
+        for (sid,) in sessions {
+            let key = latch::store::revocation::session_key(&sid);
+            latch::store::revocation::revoke(&mut c, &key, t, t + 3600).await.unwrap();
+        }
+        drop(c);
+        let r = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+        r.err(400, "invalid_grant");
+        let mut c = srv.state.db.conn().await.unwrap();
+        let (live,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM refresh_token WHERE revoked_at IS NULL")
+            .fetch_one(&mut *c)
+            .await
+            .unwrap();
+        assert_eq!(live, 0, "the refresh token stored with the redemption is revoked");
+    }
 });
 
 on_both!(management_api_with_a_jwt_bearer_token, |srv| {

@@ -99,11 +99,16 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     }
     // A logout between the sign-in and the exchange: the refresh token stored with the
     // redemption would outlive the session's revocation entry (kept only as long as signed
-    // tokens live), so the grant is revoked with it.
+    // tokens live), so the grant is revoked with it. With a refresh token stored, the store is
+    // asked even when the replica's mirror knows of no logout: one on another replica within the
+    // mirror's last poll revoked the refresh tokens it found, not this one. A logout writes its
+    // entry before it revokes the session's refresh tokens, so either it finds this token or
+    // this read (after the redemption's commit) finds its entry.
     let session_ended = [revocation::session_key(&data.session_id)];
     let ended = match state.revocations.check(&session_ended) {
-        Some(ended) => ended,
-        None => revocation::any_revoked(&mut c, &session_ended).await?,
+        Some(true) => true,
+        Some(false) if !refresh_stored => false,
+        _ => revocation::any_revoked(&mut c, &session_ended).await?,
     };
     if ended {
         revoke_grant(state, &mut c, &grant_id).await?;

@@ -410,8 +410,9 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     // A logout or a revocation of the grant between the reading of the subject token and the
     // storing of the refresh token would not find that token (both revoke the stored refresh
     // tokens they find), and it would outlive their revocation entries; so, as the code exchange
-    // does, the session and the grant are looked at again once the token is stored, and the
-    // grant revoked if either ended.
+    // does, the session and the grant are looked at again in the store once the token is
+    // stored (the replica's mirror may not hold another replica's entry of the last poll yet),
+    // and the grant revoked if either ended.
     if r.refresh_token.is_some()
         && let Some(gid) = &g.grant_id
     {
@@ -419,8 +420,8 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         let mut ended = vec![revocation::grant_key(gid)];
         ended.extend(g.session_id.iter().map(|sid| revocation::session_key(sid)));
         let ended = match state.revocations.check(&ended) {
-            Some(ended) => ended,
-            None => revocation::any_revoked(&mut c, &ended).await?,
+            Some(true) => true,
+            _ => revocation::any_revoked(&mut c, &ended).await?,
         };
         if ended {
             revoke_grant(state, &mut c, gid).await?;
