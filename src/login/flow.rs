@@ -149,7 +149,13 @@ impl Flow {
         let client = client::load(&state.cache, c, &params.client_id)
             .await
             .map_err(|e| store_fail(t, headers, e))?
-            .ok_or_else(|| fail(t, headers, StatusCode::BAD_REQUEST, "the application is no longer available"))?;
+            .ok_or_else(|| fail(t, headers, StatusCode::BAD_REQUEST, t.err_client_unknown))?;
+        // The redirect URI was checked when the request came; one the application no longer
+        // registers (an administrator removed it, say as compromised) receives nothing from a
+        // sign-in that ends after that, as from a request that starts after it.
+        if !client.redirect_allowed(&params.redirect_uri) {
+            return Err(fail(t, headers, StatusCode::BAD_REQUEST, t.err_redirect_unknown));
+        }
         if let Some(u) = &user {
             state.cache.remember_user(since, read_at, u);
         }

@@ -266,6 +266,31 @@ on_both!(errors_redirected_to_the_client, |srv| {
         assert_eq!(param(&p, "state").is_some(), states == 1, "state comes back unless it was ambiguous: {query:?}");
     }
     assert_eq!(srv.count("auth_request").await, 0, "nothing was stored");
+    // The description quotes a plain value of the request, never text someone wrote into a link
+    // for the client to show in latch's name, and keeps to RFC 6749's characters.
+    for (rt, shown) in [
+        ("token", Some("the response type 'token' is not supported")),
+        ("Call <b>+1 555 0100</b> \"now\"", Some("the response type is not supported")),
+        (&*"x".repeat(40), Some("the response type is not supported")),
+    ] {
+        let (_, page) = b
+            .authorize(&[("client_id", &client_id), ("redirect_uri", CB), ("response_type", rt), ("scope", "openid")])
+            .await;
+        let p = page.redirect_params();
+        assert_eq!(param(&p, "error"), Some("unsupported_response_type"));
+        assert_eq!(param(&p, "error_description"), shown, "{rt}");
+    }
+    let (_, page) = b
+        .authorize(&[
+            ("client_id", &client_id),
+            ("redirect_uri", CB),
+            ("response_type", "code"),
+            ("scope", "openid"),
+            ("prompt", "\"quoted\\"),
+        ])
+        .await;
+    let d = param(&page.redirect_params(), "error_description").unwrap().to_string();
+    assert_eq!(d, "the prompt value is not supported");
     // The same request from a public client with PKCE is accepted.
     let (id, _) = b
         .authorize(&[
@@ -672,4 +697,31 @@ on_both!(a_projects_checks_turn_users_away, |srv| {
             assert_eq!(param(&p, "error"), Some("access_denied"), "{p:?}");
         }
     }
+});
+
+// A redirect URI removed from the application while a sign-in is under way receives nothing:
+// each sign-in page checks it again, as a new request would be checked.
+on_both!(a_redirect_uri_removed_during_a_sign_in_receives_nothing, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let (client_id, _, project) = oidc_app(srv, json!({})).await;
+    let app_id = {
+        let mut c = srv.state.db.conn().await.unwrap();
+        latch::store::app::get_by_client_id(&mut c, &client_id).await.unwrap().unwrap().app_id
+    };
+    let b = Browser::new(srv);
+    let (_, challenge) = pkce();
+    let (id, page) = b.authorize(&code_query(&client_id, &challenge)).await;
+    let id = id.expect("a login page");
+    let config = format!("/management/v1/projects/{project}/apps/{app_id}/oidc_config");
+    let update = json!({"redirectUris": ["https://app.example.com/elsewhere"],
+                        "responseTypes": ["OIDC_RESPONSE_TYPE_CODE"],
+                        "grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE"],
+                        "authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC"});
+    srv.put(&config, update).await.ok();
+    let p = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "alice")]).await;
+    assert_eq!(p.status, 400, "{}", p.html);
+    assert!(p.html.contains("is not registered for this application"), "{}", p.html);
+    assert!(p.location.is_none());
+    assert_eq!(srv.count("auth_code").await, 0);
+    assert_eq!(srv.count("session").await, 0);
 });

@@ -284,7 +284,7 @@ fn check_for_client(
     let mut seen: Vec<&str> = Vec::new();
     for (k, _) in raw.0 {
         if seen.contains(&k.as_str()) {
-            return Err(invalid(format!("the parameter {k} is repeated")));
+            return Err(invalid(format!("the parameter{} is repeated", quoted(k))));
         }
         seen.push(k);
     }
@@ -302,7 +302,7 @@ fn check_for_client(
         .map_err(invalid)?
         .ok_or_else(|| invalid("the request has no response_type".into()))?;
     let response_type = response_type.ok_or_else(|| {
-        fail(ErrorCode::UnsupportedResponseType, format!("the response type '{rt_raw}' is not supported"))
+        fail(ErrorCode::UnsupportedResponseType, format!("the response type{} is not supported", quoted(rt_raw)))
     })?;
     let allowed = match response_type {
         ResponseType::Code => OidcResponseType::Code,
@@ -312,7 +312,7 @@ fn check_for_client(
     if !client.config.response_types.contains(&allowed) {
         return Err(fail(
             ErrorCode::UnauthorizedClient,
-            format!("the application may not use the response type '{rt_raw}'"),
+            format!("the application may not use the response type{}", quoted(rt_raw)),
         ));
     }
     let scopes = Scopes::parse(raw.text("scope").map_err(invalid)?.unwrap_or(""))
@@ -331,7 +331,7 @@ fn check_for_client(
         (Some(_), Some("S256")) => return Err(invalid("the code_challenge is malformed".into())),
         (Some(_), None) => return Err(invalid("code_challenge_method must be S256".into())),
         (_, Some(m)) if m != "S256" => {
-            return Err(invalid(format!("the code_challenge_method '{m}' is not supported; use S256")));
+            return Err(invalid(format!("the code_challenge_method{} is not supported; use S256", quoted(m))));
         }
         (None, Some(_)) => {
             return Err(invalid("code_challenge_method without code_challenge".into()));
@@ -350,7 +350,7 @@ fn check_for_client(
             "create" => Prompt::Create,
             "consent" => Prompt::Consent,
             other => {
-                return Err(invalid(format!("the prompt value '{other}' is not supported")));
+                return Err(invalid(format!("the prompt value{} is not supported", quoted(other))));
             }
         };
         if !prompt.contains(&v) {
@@ -414,6 +414,15 @@ fn check_for_client(
         login_hint,
         ui_locales,
     })
+}
+
+/// A value of the request quoted in an error description, which goes back to the client with
+/// the redirect and which a client may show: only a short, plain value (a parameter name, a
+/// response type, a method), never text someone put into a link to have it shown in latch's
+/// name on the client's page (RFC 6749 4.1.2.1 limits the description to plain ASCII too).
+fn quoted(v: &str) -> String {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b"_.:-".contains(&b);
+    if !v.is_empty() && v.len() <= 32 && v.bytes().all(plain) { format!(" '{v}'") } else { String::new() }
 }
 
 #[cfg(test)]

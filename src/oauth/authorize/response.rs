@@ -80,6 +80,12 @@ pub fn respond(
     }
 }
 
+/// RFC 6749 4.1.2.1: an error description's characters are %x20-21 / %x23-5B / %x5D-7E; any
+/// other is left out.
+fn rfc_description(d: &str) -> String {
+    d.chars().filter(|c| matches!(*c as u32, 0x20..=0x21 | 0x23..=0x5B | 0x5D..=0x7E)).collect()
+}
+
 /// Sends an error to the client.
 pub fn error(
     t: &Texts,
@@ -89,9 +95,21 @@ pub fn error(
     state: Option<&str>,
     e: &OAuthError,
 ) -> Response {
-    let mut fields = vec![("error", e.code.as_str().to_string()), ("error_description", e.description.clone())];
+    let mut fields =
+        vec![("error", e.code.as_str().to_string()), ("error_description", rfc_description(&e.description))];
     if let Some(s) = state {
         fields.push(("state", s.to_string()));
     }
     respond(t, issuer, redirect_uri, mode, fields)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_keep_to_the_rfcs_characters() {
+        assert_eq!(rfc_description("a \"quoted\" \\ text\n\u{e9}"), "a quoted  text");
+        assert_eq!(rfc_description("the value 'x' is <not> ok!"), "the value 'x' is <not> ok!");
+    }
 }
