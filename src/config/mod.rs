@@ -534,12 +534,35 @@ fn toml_string(c: &Config) -> String {
     out
 }
 
+/// A configuration error on one line, without the secrets it may quote: a value of a secret
+/// setting (a wrong type echoes it) and the source lines of a TOML syntax error (the line may be
+/// `password = "..."`) are left out; stderr usually ends up in a log.
 fn one_line(e: &figment::Error) -> String {
     let mut parts = Vec::new();
     for e in e.clone() {
         let path = e.path.join(".");
         let src = e.metadata.as_ref().map(|m| m.name.to_string()).unwrap_or_default();
-        parts.push(if path.is_empty() { format!("{} ({src})", e.kind) } else { format!("{path}: {} ({src})", e.kind) });
+        let secret = e.path.last().is_some_and(|k| {
+            let k = k.to_ascii_lowercase();
+            ["password", "masterkey", "secret", "database_url"].iter().any(|s| k.contains(s))
+        });
+        let kind = if secret {
+            "the value is not valid here (not shown: the setting holds a secret)".to_string()
+        } else {
+            // A TOML syntax error quotes the offending line between lines of `|`.
+            e.kind
+                .to_string()
+                .lines()
+                .map(str::trim)
+                .filter(|l| {
+                    !l.is_empty()
+                        && !l.starts_with('|')
+                        && l.split_once('|').is_none_or(|(n, _)| n.trim().parse::<u64>().is_err())
+                })
+                .collect::<Vec<_>>()
+                .join(": ")
+        };
+        parts.push(if path.is_empty() { format!("{kind} ({src})") } else { format!("{path}: {kind} ({src})") });
     }
     parts.join("; ")
 }
@@ -699,6 +722,26 @@ mod tests {
         assert_eq!(s.first_instance.org_name, "Acme");
         assert_eq!(s.first_instance.admin_password.as_deref(), Some("S3cret-pass!"));
         assert_eq!(s.database_max_connections, 4);
+    }
+
+    #[test]
+    fn errors_quote_no_secret() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("latch.toml");
+        for (text, secret) in [
+            ("[smtp]\nhost = \"mail\"\npassword = \"hunter2\\q\"\n", "hunter2"),
+            ("[smtp]\npassword = 31415926\n", "31415926"),
+            ("masterkey = 27182818\n", "27182818"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let msg = Config::load(Some(&path), &env(&[])).unwrap_err().to_string();
+            assert!(!msg.contains(secret), "{msg}");
+            assert!(msg.contains("TOML") || msg.contains("password") || msg.contains("masterkey"), "{msg}");
+        }
+        // Other errors still say what is wrong.
+        std::fs::write(&path, "[smtp]\nport = \"twenty-five\"\n").unwrap();
+        let msg = Config::load(Some(&path), &env(&[])).unwrap_err().to_string();
+        assert!(msg.contains("smtp.port") && msg.contains("twenty-five"), "{msg}");
     }
 
     #[test]

@@ -262,11 +262,13 @@ proto_enum! {
 
 impl TextQueryMethod {
     /// Whether `value` matches `pattern` under this method, for filters applied in memory (the
-    /// ignore-case methods compare Unicode lowercase).
+    /// ignore-case methods compare Unicode lowercase one character at a time, as the searches
+    /// in SQL do: a capital sigma is σ wherever it stands).
     pub fn matches(self, value: &str, pattern: &str) -> bool {
         use TextQueryMethod::*;
         let fold = matches!(self, EqualsIgnoreCase | StartsWithIgnoreCase | ContainsIgnoreCase | EndsWithIgnoreCase);
-        let (v, p) = if fold { (value.to_lowercase(), pattern.to_lowercase()) } else { (value.into(), pattern.into()) };
+        let lower = crate::store::lower_chars;
+        let (v, p) = if fold { (lower(value), lower(pattern)) } else { (value.into(), pattern.into()) };
         match self {
             Equals | EqualsIgnoreCase => v == p,
             StartsWith | StartsWithIgnoreCase => v.starts_with(&p),
@@ -320,5 +322,13 @@ mod tests {
         assert_eq!(serde_json::to_string(&UserState::Locked).unwrap(), "\"USER_STATE_LOCKED\"");
         assert!(OidcAuthMethod::Basic.is_default());
         assert_eq!(UserState::from_number(6), Some(UserState::Initial));
+    }
+
+    #[test]
+    fn in_memory_matches_fold_as_the_stores_do() {
+        // A fragment of a word folds as the word does: the capital sigma is σ, never the final ς.
+        assert!(TextQueryMethod::StartsWithIgnoreCase.matches("ΚΟΣΜΟΣ", "ΚΟΣ"));
+        assert!(TextQueryMethod::EqualsIgnoreCase.matches("ΚΑΛΟΣ", "καλοσ"));
+        assert!(!TextQueryMethod::StartsWith.matches("ΚΟΣΜΟΣ", "κος"));
     }
 }

@@ -89,8 +89,16 @@ async fn send_unless(
     // Names are refused with control characters at every form and API, but an import or an
     // older row may still hold one: no line of a name's own reaches the message.
     let plain = |s: &str| s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>();
-    let body = body.replace("{name}", &plain(&h.first_name)).replace("{code}", &code);
-    state.mailer.dispatch(u.user_id.clone(), plain(&h.display_name), h.email.clone(), subject, body).await;
+    // A name reaches the message only once its address is verified: registration (when the
+    // policy allows it) lets anyone give any address and any name, and the name would then be
+    // text of their choosing in a message latch sends to someone else (greeting and To: alike).
+    let (body, to_name) = if h.email_verified {
+        (body.replace("{name}", &plain(&h.first_name)), plain(&h.display_name))
+    } else {
+        (body.replace(" {name}", ""), String::new())
+    };
+    let body = body.replace("{code}", &code);
+    state.mailer.dispatch(u.user_id.clone(), to_name, h.email.clone(), subject, body).await;
     Ok(())
 }
 

@@ -135,7 +135,10 @@ impl Mailer {
             Mailer::Outbox { from, .. } => (from.clone(), "outbox"),
             Mailer::Smtp { from, .. } => (from.clone(), "smtp"),
         };
-        let to_box = Mailbox::new(Some(to_name.to_string()), to.parse().map_err(|e| format!("bad address {to}: {e}"))?);
+        let to_box = Mailbox::new(
+            (!to_name.is_empty()).then(|| to_name.to_string()),
+            to.parse().map_err(|e| format!("bad address {to}: {e}"))?,
+        );
         let msg = Message::builder()
             .from(from)
             .to(to_box)

@@ -268,15 +268,17 @@ pub async fn list_user_grants(
 async fn role_keys_of(c: &mut Conn, project_id: &str, keys: &[String]) -> ApiResult<Vec<String>> {
     // Until the grant is written no role of the project goes (see project::lock).
     project::lock(c, project_id).await?;
-    let known: Vec<String> = project::roles(c, project_id).await?.into_iter().map(|r| r.role_key).collect();
+    let known: std::collections::HashSet<String> =
+        project::roles(c, project_id).await?.into_iter().map(|r| r.role_key).collect();
     let mut out: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for k in keys {
         if !known.contains(k) {
             return Err(
                 ApiError::precondition(format!("the project has no role '{k}'")).with_id("PROJECT-RoleNotFound")
             );
         }
-        if !out.contains(k) {
+        if seen.insert(k.as_str()) {
             out.push(k.clone());
         }
     }

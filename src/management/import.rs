@@ -134,6 +134,10 @@ pub fn check_record(req: &ImportHumanUserRequest, r: &str) -> ApiResult<Prepared
             Some(code.to_string())
         }
     };
+    // Each link is one statement in the import's transaction.
+    if req.idps.len() > MAX_IDP_LINKS {
+        return Err(ApiError::invalid(format!("invalid {r}.idps: at most {MAX_IDP_LINKS} links per user")));
+    }
     let mut idps = Vec::with_capacity(req.idps.len());
     for (i, idp) in req.idps.iter().enumerate() {
         validate::required(r, &format!("idps[{i}].configId"), &idp.config_id, 200)?;
@@ -147,6 +151,9 @@ pub fn check_record(req: &ImportHumanUserRequest, r: &str) -> ApiResult<Prepared
     }
     Ok(Prepared { username, human, otp_code, idps })
 }
+
+/// The most identity-provider links one imported user may bring.
+pub const MAX_IDP_LINKS: usize = 100;
 
 /// Inserts a prepared record (user, sealed TOTP secret, links); returns the user id.
 pub async fn insert(

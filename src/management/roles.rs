@@ -82,10 +82,13 @@ pub async fn add_role(
     insert_roles(&state, &caller, &project_id, &[req]).await
 }
 
+/// The most roles one bulk call adds.
+pub const MAX_BULK_ROLES: usize = 1000;
+
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct BulkRolesRequest {
-    #[schema(required = true, min_items = 1)]
+    #[schema(required = true, min_items = 1, max_items = 1000)]
     roles: Vec<RoleInput>,
 }
 
@@ -99,6 +102,12 @@ pub async fn bulk_add_roles(
     caller.require(Permission::ProjectWrite)?;
     if req.roles.is_empty() {
         return Err(ApiError::invalid("invalid BulkAddProjectRolesRequest.roles: at least one role is required"));
+    }
+    // Each role is one statement in one transaction, which on SQLite holds every writer back.
+    if req.roles.len() > MAX_BULK_ROLES {
+        return Err(ApiError::invalid(format!(
+            "invalid BulkAddProjectRolesRequest.roles: at most {MAX_BULK_ROLES} roles per call"
+        )));
     }
     for r in &req.roles {
         check_role("BulkAddProjectRolesRequest", r)?;

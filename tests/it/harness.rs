@@ -126,7 +126,8 @@ impl TestServer {
         let Ok(entries) = std::fs::read_dir(self.settings.data_dir.join("outbox")) else { return Vec::new() };
         entries
             .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
-            .filter(|m| m.contains(&format!("<{to}>")))
+            // `To: Name <address>`, or the bare address for a message that names no one.
+            .filter(|m| m.contains(&format!("<{to}>")) || m.lines().any(|l| l == format!("To: {to}")))
             .collect()
     }
 

@@ -121,6 +121,16 @@ on_both!(bad_hashes_and_records_are_refused_whole, |srv| {
             "phone",
         ),
         (json!({"userName": "x11", "profile": {"firstName": "a", "lastName": "b"}}), "email"),
+        (
+            {
+                let mut r = record("x12", None, true);
+                let links: Vec<_> =
+                    (0..101).map(|i| json!({"configId": "google", "externalUserId": format!("e{i}")})).collect();
+                r["idps"] = json!(links);
+                r
+            },
+            "at most 100 links",
+        ),
     ];
     for (body, expect) in bad {
         let r = srv.post("/management/v1/users/human/_import", body.clone()).await;

@@ -68,6 +68,9 @@ on_both!(projects_roles_and_grants, |srv| {
     )
     .await
     .err(409, 6);
+    // One bulk call adds at most a thousand roles (one statement each, in one transaction).
+    let many: Vec<_> = (0..1001).map(|i| json!({"key": format!("r{i}"), "displayName": "R"})).collect();
+    srv.post(&format!("{roles}/_bulk"), json!({"roles": many})).await.err(400, 3);
     let r = srv.post(&format!("{roles}/_search"), json!({"query": {"asc": true}})).await;
     let keys: Vec<_> = r.ok()["result"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap()).collect();
     assert_eq!(keys, vec!["admin", "reader", "writer"], "the failed bulk call added nothing");
