@@ -223,18 +223,31 @@ pub enum PublicKeyFamily {
     Ed,
 }
 
-/// Checks that `pem` is a public key latch can verify signatures with.
+/// The DER of the object identifier of the P-256 curve (1.2.840.10045.3.1.7), as an EC key's
+/// SubjectPublicKeyInfo names its curve.
+const P256_OID: [u8; 10] = [0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
+
+/// Checks that `pem` is a public key latch can verify signatures with: an RSA key of 2048 to
+/// 8192 bits (RS256; the size is checked for the usual SubjectPublicKeyInfo form, `PUBLIC
+/// KEY`), an EC key on P-256 (ES256) or an Ed25519 key. Any other is refused when it is
+/// registered, rather than accepted and then failing every assertion signed with it.
 pub fn classify_public_pem(pem: &str) -> Option<PublicKeyFamily> {
     use jsonwebtoken::DecodingKey;
     let bytes = pem.as_bytes();
-    let (label, _) = super::pem::decode(pem)?;
+    let (label, der) = super::pem::decode(pem)?;
     if label != "PUBLIC KEY" && label != "RSA PUBLIC KEY" {
         return None;
     }
     if DecodingKey::from_rsa_pem(bytes).is_ok() {
+        if label == "PUBLIC KEY" {
+            let bits = aws_lc_rs::rsa::PublicEncryptingKey::from_der(&der).ok()?.key_size_bits();
+            if !(2048..=8192).contains(&bits) {
+                return None;
+            }
+        }
         Some(PublicKeyFamily::Rsa)
     } else if DecodingKey::from_ec_pem(bytes).is_ok() {
-        Some(PublicKeyFamily::Ec)
+        der.windows(P256_OID.len()).any(|w| w == P256_OID).then_some(PublicKeyFamily::Ec)
     } else if DecodingKey::from_ed_pem(bytes).is_ok() {
         Some(PublicKeyFamily::Ed)
     } else {
@@ -259,6 +272,33 @@ mod tests {
         v.validate_aud = false;
         v.required_spec_claims.clear();
         jsonwebtoken::decode::<serde_json::Value>(&token, &dk, &v).unwrap();
+    }
+
+    #[test]
+    fn only_keys_that_can_verify_an_assertion_are_taken() {
+        let rsa1024 = "-----BEGIN PUBLIC KEY-----\n\
+MIGfMA0GCSqGSIb3DQEBAQUAA4GNADCBiQKBgQDZlPhs3vZCQZQSHjOrPVvgvczH\n\
+TObC135SQbob16Xp1rwxMviZoZVAU4wl+hMZMQxt1TzX0au/b1SbkOJB8gZyrxGc\n\
+z6LSET1janRTtSkzT+o9QKEjjBjsHQuW8hK8Fcf4IiL18NKfd/0bTBdyKavjsC2s\n\
+mXuq28uFuNjmrcEsLwIDAQAB\n\
+-----END PUBLIC KEY-----\n";
+        let p384 = "-----BEGIN PUBLIC KEY-----\n\
+MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAExAzGXteChXFl+mCfK/ZYPpSm15gMMW8W\n\
+KMwoNCAA3Vmc2+V0kshwDQPlP4HsST3KYma9C+/g0TFx51SM8H69hYXjqyFXSvYe\n\
+wDL17Dy4RaBjt0HCMFE7aYpUbfIE2eHc\n\
+-----END PUBLIC KEY-----\n";
+        assert_eq!(classify_public_pem(rsa1024), None, "RSA under 2048 bits");
+        assert_eq!(classify_public_pem(p384), None, "EC on P-384");
+        assert_eq!(classify_public_pem(&generate_client_key().unwrap().public_pem), Some(PublicKeyFamily::Rsa));
+        let p256 = "-----BEGIN PUBLIC KEY-----\n\
+MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEJqqkrblgxutKxqvtAyR4Ee2m472q\n\
+gNdddkj3xB0cZXvamjoE5ng2jIFCPKxacWv4DMiA+qVrULeeyxdafw7VRg==\n\
+-----END PUBLIC KEY-----\n";
+        let ed25519 = "-----BEGIN PUBLIC KEY-----\n\
+MCowBQYDK2VwAyEAloouq0zuJCZ+74C7uxyGHjlGi22ULc8ZWdiv6eTlICA=\n\
+-----END PUBLIC KEY-----\n";
+        assert_eq!(classify_public_pem(p256), Some(PublicKeyFamily::Ec));
+        assert_eq!(classify_public_pem(ed25519), Some(PublicKeyFamily::Ed));
     }
 
     #[test]

@@ -296,7 +296,7 @@ pub fn check_key_input(
             })?;
             if keys::classify_public_pem(&pem).is_none() {
                 return Err(ApiError::invalid(format!(
-                    "invalid {req}.publicKey: not an RSA, EC or Ed25519 public key in PEM"
+                    "invalid {req}.publicKey: not a PEM public key latch verifies signatures with (RSA of 2048 to 8192 bits, EC on P-256, Ed25519)"
                 )));
             }
             Some(pem)
