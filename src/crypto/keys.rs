@@ -227,9 +227,33 @@ pub enum PublicKeyFamily {
 /// SubjectPublicKeyInfo names its curve.
 const P256_OID: [u8; 10] = [0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
 
+/// The bit length of the modulus of a PKCS#1 `RSAPublicKey` (`RSA PUBLIC KEY`: a SEQUENCE of
+/// the INTEGERs n and e), which aws-lc reads only inside a SubjectPublicKeyInfo.
+fn pkcs1_modulus_bits(der: &[u8]) -> Option<usize> {
+    fn header(d: &[u8], tag: u8) -> Option<(usize, &[u8])> {
+        let (&t, rest) = d.split_first()?;
+        let (&l, rest) = rest.split_first()?;
+        if t != tag {
+            return None;
+        }
+        if l < 0x80 {
+            return Some((usize::from(l), rest));
+        }
+        let n = usize::from(l & 0x7f);
+        if n == 0 || n > 4 || rest.len() < n {
+            return None;
+        }
+        Some((rest[..n].iter().fold(0, |a, &b| (a << 8) | usize::from(b)), &rest[n..]))
+    }
+    let (_, seq) = header(der, 0x30)?;
+    let (len, rest) = header(seq, 0x02)?;
+    let n = rest.get(..len)?;
+    let n = &n[n.iter().position(|&b| b != 0)?..];
+    Some(n.len() * 8 - n[0].leading_zeros() as usize)
+}
+
 /// Checks that `pem` is a public key latch can verify signatures with: an RSA key of 2048 to
-/// 8192 bits (RS256; the size is checked for the usual SubjectPublicKeyInfo form, `PUBLIC
-/// KEY`), an EC key on P-256 (ES256) or an Ed25519 key. Any other is refused when it is
+/// 8192 bits (RS256), an EC key on P-256 (ES256) or an Ed25519 key. Any other is refused when it is
 /// registered, rather than accepted and then failing every assertion signed with it.
 pub fn classify_public_pem(pem: &str) -> Option<PublicKeyFamily> {
     use jsonwebtoken::DecodingKey;
@@ -239,13 +263,12 @@ pub fn classify_public_pem(pem: &str) -> Option<PublicKeyFamily> {
         return None;
     }
     if DecodingKey::from_rsa_pem(bytes).is_ok() {
-        if label == "PUBLIC KEY" {
-            let bits = aws_lc_rs::rsa::PublicEncryptingKey::from_der(&der).ok()?.key_size_bits();
-            if !(2048..=8192).contains(&bits) {
-                return None;
-            }
-        }
-        Some(PublicKeyFamily::Rsa)
+        let bits = if label == "PUBLIC KEY" {
+            aws_lc_rs::rsa::PublicEncryptingKey::from_der(&der).ok()?.key_size_bits()
+        } else {
+            pkcs1_modulus_bits(&der)?
+        };
+        (2048..=8192).contains(&bits).then_some(PublicKeyFamily::Rsa)
     } else if DecodingKey::from_ec_pem(bytes).is_ok() {
         der.windows(P256_OID.len()).any(|w| w == P256_OID).then_some(PublicKeyFamily::Ec)
     } else if DecodingKey::from_ed_pem(bytes).is_ok() {
@@ -288,6 +311,22 @@ KMwoNCAA3Vmc2+V0kshwDQPlP4HsST3KYma9C+/g0TFx51SM8H69hYXjqyFXSvYe\n\
 wDL17Dy4RaBjt0HCMFE7aYpUbfIE2eHc\n\
 -----END PUBLIC KEY-----\n";
         assert_eq!(classify_public_pem(rsa1024), None, "RSA under 2048 bits");
+        let pkcs1_1024 = "-----BEGIN RSA PUBLIC KEY-----\n\
+MIGJAoGBANNEA8IYRtiqJB7YKslSGIhifpOIL0QQbiwEipYD9H1+NumVLsl5RUib\n\
+yj7kSpJ52jkQuIVWD2+P7YbHkkyXfApsOej/EFi8YJKd0N7rSQrpGhOfQ5xJ+Dv3\n\
+JgwmpE1meXasmjMicIqsYWtq3mnw2v9HJx2a6yHrTUSdyLqEcotHAgMBAAE=\n\
+-----END RSA PUBLIC KEY-----\n";
+        let pkcs1_2048 = "-----BEGIN RSA PUBLIC KEY-----\n\
+MIIBCgKCAQEAoZ4cp9Bgc1BKKwMYSQMY1m1qTobj7JCyH2Nnbs1FL7ERZASpDwba\n\
+lBZuqnQkm/ydAcsbDnMVxK8TAt7nROMb2F0Ur//yK1Efj9VDNmxqTBYc84+PCeRa\n\
+0G1JcMnBcp0RIn0LFXs+LuA5HzLOAnxiCOa/pBM0YvLCeBhR4BKF2KV9/zTxtPmn\n\
+o3r8m1qRjbtBJm82WNyHEbNJ7l/pWRRpWx02b8AkwDZGq5mxJMn9IBRVzzIO4O/b\n\
+RLak7L9S/jejBAb4ZFGR9SfChxDj6hvXgjvUDbl46W5bT3bLXOpoTNH+d8WACMPC\n\
+mzF9e2rb2dId928E1aL6d/fD1CzrBuxDyQIDAQAB\n\
+-----END RSA PUBLIC KEY-----\n";
+        assert_eq!(classify_public_pem(pkcs1_1024), None, "PKCS#1 RSA under 2048 bits");
+        assert_eq!(classify_public_pem(pkcs1_2048), Some(PublicKeyFamily::Rsa));
+        assert_eq!(pkcs1_modulus_bits(&[0x30, 0x03, 0x02, 0x81]), None, "truncated");
         assert_eq!(classify_public_pem(p384), None, "EC on P-384");
         assert_eq!(classify_public_pem(&generate_client_key().unwrap().public_pem), Some(PublicKeyFamily::Rsa));
         let p256 = "-----BEGIN PUBLIC KEY-----\n\

@@ -551,6 +551,10 @@ pub async fn register(
         Err(e) if matches!(e.code, crate::api::Code::AlreadyExists | crate::api::Code::InvalidArgument) => {
             return again(t.err_user_taken.to_string());
         }
+        // The store gone or busy: "try again", as every other login page says it.
+        Err(e) if e.code == crate::api::Code::Unavailable => {
+            return fail(t, &headers, StatusCode::SERVICE_UNAVAILABLE, t.err_unavailable);
+        }
         Err(e) => return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, &e.message),
     };
     reset(&mut f);

@@ -132,7 +132,9 @@ pub async fn insert_machine(
             check_machine_id(c, &id).await?;
             id
         }
-        None => new_id(),
+        // Its id is the client id of its jwt-bearer tokens: none an import chose for a project
+        // or an application (see `fresh_audience_id`).
+        None => crate::management::apps::fresh_audience_id(c, new_id).await?,
     };
     if user::get(c, &user_id).await?.is_some() {
         return Err(ApiError::exists("a user with this id already exists").with_id("USER-AlreadyExists"));

@@ -113,10 +113,12 @@ pub async fn update(
     if scope == Scope::Iam {
         keep_an_owner(&mut tx, user_id, roles.iter().any(|r| r == "IAM_OWNER")).await?;
     }
-    if member::get(&mut tx, scope, scope_id, user_id).await?.is_none() {
+    // An update, not an upsert: a removal committed since this request began leaves nothing
+    // to update (404), where an upsert brought the member back with the new roles (on
+    // PostgreSQL, where a read takes no lock; SQLite's writers take turns).
+    if !member::set_roles(&mut tx, scope, scope_id, user_id, &roles, now).await? {
         return Err(ApiError::not_found("member not found").with_id("MEMBER-NotFound"));
     }
-    member::upsert(&mut tx, scope, scope_id, user_id, &roles, now).await?;
     tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::changed(now, scope_id) }))
 }

@@ -116,7 +116,9 @@ pub async fn resolve(state: &AppState, c: &mut impl Source, token: &str) -> Resu
 /// the tokens of a disabled client; reactivating it brings back those not yet expired. Both
 /// answers come from the replica's one-second cache, so no query on the hot paths.
 async fn issued_to_live_party(state: &AppState, c: &mut impl Source, claims: &AccessClaims, u: &User) -> Result<bool> {
-    if claims.client_id == u.user_id || claims.client_id == u.username {
+    // Only a machine user's: a human's name or id is no client id (one named like an
+    // application's client id would keep that application's tokens alive).
+    if u.machine().is_some() && (claims.client_id == u.user_id || claims.client_id == u.username) {
         return Ok(true);
     }
     let Some(app) = state.cache.app(c, &claims.client_id).await? else { return Ok(false) };

@@ -102,6 +102,29 @@ async fn write(
     Ok(())
 }
 
+/// Replaces the roles of an existing member; false when there is none (removed meanwhile: an
+/// upsert would bring it back with the new roles).
+pub async fn set_roles(
+    c: &mut Conn,
+    scope: Scope,
+    scope_id: &str,
+    user_id: &str,
+    roles: &[String],
+    now: i64,
+) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE member SET roles = $4, changed_at = $5 WHERE member_kind = $1 AND scope_id = $2 AND user_id = $3",
+    )
+    .bind(scope.as_str())
+    .bind(scope_id)
+    .bind(user_id)
+    .bind(to_json(&roles))
+    .bind(now)
+    .execute(&mut *c)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
 pub async fn get(c: &mut Conn, scope: Scope, scope_id: &str, user_id: &str) -> Result<Option<Member>> {
     let row: Option<Row> = sqlx::query_as(
         "SELECT scope_id, user_id, roles, created_at, changed_at FROM member \

@@ -706,3 +706,55 @@ on_both!(impersonations_do_not_nest_through_a_role_given_later, |srv| {
     r.err(400, "invalid_grant");
     assert!(r.body["error_description"].as_str().unwrap().contains("not active"), "{}", r.body);
 });
+
+// A token exchange's refresh token keeps the exchange's audience and token type in what it
+// gives (a refreshed ID token's `aud` is the one first issued, OIDC Core 12.2), where the
+// refresh rebuilt them from the client; and a client without the refresh_token grant gets no
+// refresh token from an exchange, as it gets none from a code (nor `offline_access` in the
+// answer's scope).
+on_both!(an_exchanges_refresh_token_keeps_its_audience_and_type, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
+    let te_app = json!({"grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
+    let (client_id, secret, project) = oidc_app(srv, te_app).await;
+    let secret = secret.unwrap();
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let subject = t.ok()["access_token"].as_str().unwrap().to_string();
+    let form = [
+        ("grant_type", TE),
+        ("subject_token", subject.as_str()),
+        ("subject_token_type", AT),
+        ("audience", project.as_str()),
+        ("requested_token_type", "urn:ietf:params:oauth:token-type:jwt"),
+        ("scope", "openid offline_access"),
+    ];
+    let r = token(srv, Some((&client_id, &secret)), &form).await;
+    let first = r.ok().clone();
+    let at = first["access_token"].as_str().unwrap();
+    assert!(at.contains('.'), "a JWT, as asked (the client issues opaque tokens)");
+    assert_eq!(claims(at)["aud"], json!([project]));
+    let id_aud = claims(first["id_token"].as_str().unwrap())["aud"].clone();
+    let mut rt = first["refresh_token"].as_str().unwrap().to_string();
+    for _ in 0..2 {
+        let r =
+            token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", &rt)]).await;
+        let next = r.ok().clone();
+        let at = next["access_token"].as_str().unwrap();
+        assert!(at.contains('.'), "still a JWT: {next}");
+        assert_eq!(claims(at)["aud"], json!([project]));
+        assert_eq!(claims(next["id_token"].as_str().unwrap())["aud"], id_aud);
+        rt = next["refresh_token"].as_str().unwrap().to_string();
+    }
+    let (plain, plain_secret) = sibling_app(
+        srv,
+        &project,
+        &json!({"grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]}),
+    )
+    .await;
+    let form = [("grant_type", TE), ("subject_token", subject.as_str()), ("subject_token_type", AT)];
+    let r = token(srv, Some((&plain, &plain_secret)), &form).await;
+    assert!(r.ok().get("refresh_token").is_none(), "{}", r.body);
+    assert!(!r.body["scope"].as_str().unwrap().contains("offline_access"), "{}", r.body);
+});

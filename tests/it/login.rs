@@ -1202,3 +1202,43 @@ on_both!(mailed_codes_are_stored_keyed_and_older_ones_still_count, |srv| {
     assert!(codes::consume(state, &mut c, &gina, codes::INIT, old).await.unwrap());
     assert!(!codes::consume(state, &mut c, &gina, codes::INIT, old).await.unwrap(), "once");
 });
+
+// Registration while the store answers "unavailable" (PostgreSQL's too_many_connections, raised
+// by a trigger on the new account's row) says "try again" with 503, as every other login page
+// does, not a 500.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registration_with_the_store_unavailable_says_try_again() {
+    let srv = TestServer::start(crate::harness::Backend::Postgres).await;
+    {
+        let srv = &srv;
+        srv.put("/admin/v1/policies/login", json!({"allowUsernamePassword": true, "allowRegister": true})).await.ok();
+        let mut c = srv.state.db.conn().await.unwrap();
+        for sql in [
+            "CREATE FUNCTION busy_account() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             IF NEW.username_key = 'fay' THEN RAISE EXCEPTION 'busy' USING ERRCODE = 'too_many_connections'; END IF; \
+             RETURN NEW; END $$",
+            "CREATE TRIGGER busy_account BEFORE INSERT ON account FOR EACH ROW EXECUTE FUNCTION busy_account()",
+        ] {
+            sqlx::query(sql).execute(&mut *c).await.unwrap();
+        }
+        drop(c);
+        let b = Browser::new(srv);
+        let (id, page) = start(srv, &b, &[("prompt", "create")]).await;
+        let r = b
+            .post(
+                &format!("/ui/login/{id}/register"),
+                &[
+                    ("csrf", &page.csrf()),
+                    ("email", "fay@example.com"),
+                    ("first_name", "Fay"),
+                    ("last_name", "F"),
+                    ("user_name", "fay"),
+                    ("password", "Sign-up-Pw1"),
+                    ("password_repeat", "Sign-up-Pw1"),
+                ],
+            )
+            .await;
+        assert_eq!(r.status, 503, "{}", r.html);
+    }
+    srv.stop().await;
+}

@@ -499,3 +499,32 @@ async fn guarding_the_instance_owners_holds_off_no_sign_in() {
     assert!(!waited, "the owner's session waited for the administrator's transaction");
     srv.stop().await;
 }
+
+// Changing a member's roles while another administrator removes the member: the change finds
+// no member once the removal commits (404), where it used to write the member back with the new
+// roles (its read took no lock and its write was an upsert), which could bring back a removed
+// owner. PostgreSQL only: SQLite's writers take turns, so the change never runs between.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_removed_while_its_roles_change_stays_removed() {
+    use latch::store::member::{self, Scope};
+    let srv = crate::harness::TestServer::start(crate::harness::Backend::Postgres).await;
+    {
+        let srv = &srv;
+        let bob = crate::browser::human(srv, "bob", "Builder-b0b!").await;
+        srv.post("/management/v1/orgs/me/members", json!({"userId": bob, "roles": ["ORG_USER_MANAGER"]})).await.ok();
+        let org = srv.get("/management/v1/orgs/me").await.ok()["org"]["id"].as_str().unwrap().to_string();
+        let mut removal = srv.state.db.begin().await.unwrap();
+        assert!(member::remove(&mut removal, Scope::Org, &org, &bob).await.unwrap());
+        let path = format!("/management/v1/orgs/me/members/{bob}");
+        let change = srv.put(&path, json!({"roles": ["ORG_OWNER"]}));
+        let commit = async {
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            removal.commit().await.unwrap();
+        };
+        let (r, ()) = tokio::join!(change, commit);
+        r.err(404, 5);
+        let mut c = srv.state.db.conn().await.unwrap();
+        assert!(member::get(&mut c, Scope::Org, &org, &bob).await.unwrap().is_none(), "the member stays removed");
+    }
+    srv.stop().await;
+}

@@ -205,6 +205,28 @@ on_both!(an_applications_tokens_count_while_it_is_active, |srv| {
     assert_eq!(userinfo(srv, &at).await.0, 401);
 });
 
+// A human user named like an application's client id is no machine user: its tokens from that
+// application end with the application like everyone's.
+on_both!(a_human_named_like_a_client_id_keeps_no_token_alive, |srv| {
+    let (client_id, secret, project) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    human(srv, &client_id, "Wonder-land1").await;
+    let b = Browser::new(srv);
+    let (verifier, challenge) = crate::browser::pkce();
+    let (id, page) = b.authorize(&crate::authorize::code_query(&client_id, &challenge)).await;
+    let done = b.sign_in(&id.unwrap(), &page, &client_id, "Wonder-land1").await;
+    let code = param(&done.redirect_params(), "code").unwrap().to_string();
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let at = t.ok()["access_token"].as_str().unwrap().to_string();
+    assert_eq!(userinfo(srv, &at).await.0, 200);
+    let app_id = {
+        let mut c = srv.state.db.conn().await.unwrap();
+        latch::store::app::get_by_client_id(&mut c, &client_id).await.unwrap().unwrap().app_id
+    };
+    srv.post(&format!("/management/v1/projects/{project}/apps/{app_id}/_deactivate"), json!({})).await.ok();
+    assert_eq!(userinfo(srv, &at).await.0, 401);
+});
+
 on_both!(userinfo_endpoint, |srv| {
     let alice = human(srv, "alice", "Wonder-land1").await;
     let (client_id, _, _, t) = signed_in(srv, "openid profile email phone", json!({})).await;

@@ -385,6 +385,8 @@ impl IssuedCode {
                 amr: s.amr.clone(),
                 act: None,
                 granted_at: Some(now),
+                audience: None,
+                jwt_access_token: None,
             })
         });
         let value = secret::new_secret();

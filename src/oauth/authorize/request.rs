@@ -421,7 +421,7 @@ fn check_for_client(
 /// response type, a method), never text someone put into a link to have it shown in latch's
 /// name on the client's page (RFC 6749 4.1.2.1 limits the description to plain ASCII too).
 fn quoted(v: &str) -> String {
-    let plain = |b: u8| b.is_ascii_alphanumeric() || b"_.:-".contains(&b);
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b"_-".contains(&b);
     if !v.is_empty() && v.len() <= 32 && v.bytes().all(plain) { format!(" '{v}'") } else { String::new() }
 }
 

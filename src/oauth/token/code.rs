@@ -99,8 +99,9 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     }
     // A logout between the sign-in and the exchange: the refresh token stored with the
     // redemption would outlive the session's revocation entry (kept only as long as signed
-    // tokens live), so the grant is revoked with it. With a refresh token stored, the store is
-    // asked even when the replica's mirror knows of no logout: one on another replica within the
+    // tokens live), so the grant is revoked with it. With a refresh token stored (by the
+    // redemption; a code of a replica from before the stored seed stores it later and keeps
+    // the mirror's answer), the store is asked even when the replica's mirror knows of no logout: one on another replica within the
     // mirror's last poll revoked the refresh tokens it found, not this one. A logout writes its
     // entry before it revokes the session's refresh tokens, so either it finds this token or
     // this read (after the redemption's commit) finds its entry.
@@ -143,6 +144,8 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         // A code minted before its table carried the seed, or by an older replica: the token
         // is stored on its own.
         stored: successor.filter(|_| refresh_stored).map(|(token, _)| token),
+        audience: None,
+        jwt_access_token: None,
     });
     issue_tokens(state, c, &g, shape(&client), refresh).await
 }

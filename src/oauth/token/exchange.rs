@@ -366,6 +366,10 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     let scopes = crate::oidc::claims::filter_org_scopes(&subj, &scopes);
     let asker = || crate::oauth::audience::Asker { org_id: &client.project.org_id, is_subject: false };
     let scopes = crate::oauth::audience::allowed(state, &mut c, asker(), &subj, scopes).await?;
+    // A refresh token only for a client allowed the refresh_token grant (its `offline_access`
+    // is dropped, as the code exchange drops it), and none with an ID token as the result.
+    let may_refresh = client.config.grant_types.contains(&OidcGrantType::RefreshToken) && requested_type != ID_TOKEN;
+    let scopes = if may_refresh { scopes } else { scopes.without("offline_access") };
     let audience = crate::oauth::audience::allowed_ids(state, &mut c, asker(), &subj, audience).await?;
     let g = Grant {
         client_id: client.app.client_id.clone(),
@@ -405,6 +409,8 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         original_scopes: scopes.0.clone(),
         expires_at: None,
         stored: None,
+        audience: Some(g.audience.clone()),
+        jwt_access_token: Some(sh.jwt_access_token),
     });
     let mut r = issue_tokens(state, c, &g, sh, refresh).await?;
     // A logout or a revocation of the grant between the reading of the subject token and the

@@ -55,6 +55,15 @@ pub struct RefreshData {
     /// creation, stands in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub granted_at: Option<i64>,
+    /// The audience and access token type a token exchange chose (its `audience`, else the
+    /// subject token's, and its `requested_token_type`): the tokens a refresh gives keep them,
+    /// as OIDC Core 12.2 asks of a refreshed ID token's `aud`. Absent for the other grants,
+    /// whose refresh takes the audience from the client and the scopes and the type from the
+    /// client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwt_access_token: Option<bool>,
 }
 
 pub async fn handler(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
@@ -129,6 +138,8 @@ pub async fn issue_tokens(
                 amr: g.amr.clone(),
                 act: g.act.clone(),
                 granted_at: Some(g.issued_at(now)),
+                audience: plan.audience.clone(),
+                jwt_access_token: plan.jwt_access_token,
             };
             refresh_store::insert(
                 c.conn().await?,
@@ -173,4 +184,8 @@ pub struct RefreshPlan {
     pub expires_at: Option<i64>,
     /// The token, when the rotation already stored it (the refresh grant's fast path).
     pub stored: Option<String>,
+    /// A token exchange's audience and access token type, kept for the refreshes (see
+    /// [`RefreshData::audience`]).
+    pub audience: Option<Vec<String>>,
+    pub jwt_access_token: Option<bool>,
 }

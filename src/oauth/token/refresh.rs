@@ -161,10 +161,23 @@ async fn refresh(
         return Err(OAuthError::invalid_grant("the refresh token was used before; its chain is revoked"));
     }
     let checked_at = issue::checked_at(&subject.user, Some(granted));
+    // A token exchange's audience stays, as far as a sign-in to this client would give it now.
+    let kept = match data.audience.clone() {
+        Some(a) => {
+            let asker = crate::oauth::audience::Asker { org_id: &client.project.org_id, is_subject: false };
+            crate::oauth::audience::allowed_ids(state, &mut c, asker, &subject, a).await?
+        }
+        None => Vec::new(),
+    };
+    let audience = if kept.is_empty() {
+        issue::audience(&client.app.client_id, &client.project.project_id, &scopes)
+    } else {
+        kept
+    };
     let g = Grant {
         client_id: client.app.client_id.clone(),
         project_id: client.project.project_id.clone(),
-        audience: issue::audience(&client.app.client_id, &client.project.project_id, &scopes),
+        audience,
         subject,
         scopes,
         auth_time: data.auth_time,
@@ -176,11 +189,17 @@ async fn refresh(
         act: data.act.clone(),
         checked_at,
     };
+    let mut sh = shape(&client);
+    if let Some(jwt) = data.jwt_access_token {
+        sh.jwt_access_token = jwt;
+    }
     let plan = RefreshPlan {
         grant_id: row.grant_id.clone(),
         original_scopes: data.scopes,
         expires_at: Some(row.expires_at),
         stored: Some(successor.to_string()),
+        audience: data.audience,
+        jwt_access_token: data.jwt_access_token,
     };
-    issue_tokens(state, c, &g, shape(&client), Some(plan)).await
+    issue_tokens(state, c, &g, sh, Some(plan)).await
 }
