@@ -65,13 +65,18 @@ impl<V: Clone> Ttl<V> {
     /// caller gets `None` (and reads it again, as on a miss) while every other caller still gets
     /// the entry until it expires.
     fn get(&self, key: &str) -> Option<V> {
+        self.get_with(key, V::clone)
+    }
+
+    /// [`Ttl::get`], reading the entry through `f` instead of copying it.
+    fn get_with<R>(&self, key: &str, f: impl FnOnce(&V) -> R) -> Option<R> {
         let map = self.map.read().ok()?;
         let e = map.get(key)?;
         let age = e.at.elapsed();
         if age >= TTL || (age >= TTL - REFRESH_AHEAD && !e.refreshing.swap(true, Ordering::AcqRel)) {
             return None;
         }
-        Some(e.value.clone())
+        Some(f(&e.value))
     }
 
     #[cfg(test)]
@@ -165,13 +170,46 @@ impl ConfigCache {
         key: &str,
         load: impl std::future::Future<Output = Result<V>>,
     ) -> Result<V> {
-        if let Some(v) = table.get(key) {
-            return Ok(v);
+        self.cached_with(table, key, load, V::clone).await
+    }
+
+    /// [`ConfigCache::cached`], reading the entry through `f` instead of copying it.
+    async fn cached_with<V: Clone, R>(
+        &self,
+        table: &Ttl<V>,
+        key: &str,
+        load: impl std::future::Future<Output = Result<V>>,
+        f: impl Fn(&V) -> R,
+    ) -> Result<R> {
+        if let Some(r) = table.get_with(key, &f) {
+            return Ok(r);
         }
         let generation = self.generation.load(Ordering::Acquire);
         let v = load.await?;
-        table.put_since(key, v.clone(), &self.generation, generation);
-        Ok(v)
+        let r = f(&v);
+        table.put_since(key, v, &self.generation, generation);
+        Ok(r)
+    }
+
+    /// Whether an application is active in an active project, without copying either entry
+    /// (asked on every introspection and userinfo call of an application's token).
+    pub async fn app_is_live(&self, c: &mut impl Source, client_id: &str) -> Result<bool> {
+        use crate::domain::enums::{AppState, ProjectState};
+        if !plausible(client_id) {
+            return Ok(false);
+        }
+        let load = async { app::get_by_client_id(c.conn().await?, client_id).await };
+        let project_id = self
+            .cached_with(&self.apps, client_id, load, |a| {
+                a.as_ref().filter(|a| a.state == AppState::Active).map(|a| a.project_id.clone())
+            })
+            .await?;
+        let Some(project_id) = project_id else { return Ok(false) };
+        let load = async { project::get(c.conn().await?, &project_id).await };
+        self.cached_with(&self.projects, &project_id, load, |p| {
+            p.as_ref().is_some_and(|p| p.state == ProjectState::Active)
+        })
+        .await
     }
 
     /// An application by client id.

@@ -121,12 +121,7 @@ async fn issued_to_live_party(state: &AppState, c: &mut impl Source, claims: &Ac
     if u.machine().is_some() && (claims.client_id == u.user_id || claims.client_id == u.username) {
         return Ok(true);
     }
-    let Some(app) = state.cache.app(c, &claims.client_id).await? else { return Ok(false) };
-    if app.state != crate::domain::enums::AppState::Active {
-        return Ok(false);
-    }
-    let project = state.cache.project(c, &app.project_id).await?;
-    Ok(project.is_some_and(|p| p.state == crate::domain::enums::ProjectState::Active))
+    state.cache.app_is_live(c, &claims.client_id).await
 }
 
 /// Whether `actor_id` may impersonate users of `org_id`: an impersonator role of the instance or
