@@ -154,6 +154,14 @@ pub async fn unrotate(c: &mut Conn, token_hash: &[u8], new_hash: &[u8], rotated_
     Ok(!rows.is_empty())
 }
 
+/// The absolute expiry of a grant's refresh tokens (rotation keeps it), if it has any.
+pub async fn grant_expires_at(c: &mut Conn, grant_id: &str) -> Result<Option<i64>> {
+    Ok(sqlx::query_scalar("SELECT MAX(expires_at) FROM refresh_token WHERE grant_id = $1")
+        .bind(grant_id)
+        .fetch_one(&mut *c)
+        .await?)
+}
+
 /// Revokes every token of a grant; returns how many were live.
 pub async fn revoke_grant(c: &mut Conn, grant_id: &str, now: i64) -> Result<u64> {
     revoke_all(c, "grant_id", grant_id, now).await

@@ -758,3 +758,33 @@ on_both!(an_exchanges_refresh_token_keeps_its_audience_and_type, |srv| {
     assert!(r.ok().get("refresh_token").is_none(), "{}", r.body);
     assert!(!r.body["scope"].as_str().unwrap().contains("offline_access"), "{}", r.body);
 });
+
+// A refresh token from an exchange under a grant the client already holds keeps that grant's
+// absolute expiry, as a rotation does: exchanging the grant's own access tokens with
+// offline_access does not extend the grant (it restarted the 90 days each time).
+on_both!(an_exchange_under_a_held_grant_keeps_its_absolute_expiry, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
+    let te_app = json!({"grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
+    let (client_id, secret, _) = oidc_app(srv, te_app).await;
+    let secret = secret.unwrap();
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let rt = t.ok()["refresh_token"].as_str().unwrap().to_string();
+    srv.clock.advance(10 * 86400);
+    let r = token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", &rt)]).await;
+    let at = r.ok()["access_token"].as_str().unwrap().to_string();
+    let form = [
+        ("grant_type", TE),
+        ("subject_token", at.as_str()),
+        ("subject_token_type", AT),
+        ("scope", "openid offline_access"),
+    ];
+    let r = token(srv, Some((&client_id, &secret)), &form).await;
+    assert!(r.ok()["refresh_token"].is_string(), "{}", r.body);
+    let mut c = srv.state.db.conn().await.unwrap();
+    let expiries: Vec<(i64,)> =
+        sqlx::query_as("SELECT DISTINCT expires_at FROM refresh_token").fetch_all(&mut *c).await.unwrap();
+    assert_eq!(expiries.len(), 1, "one absolute expiry for the grant: {expiries:?}");
+});

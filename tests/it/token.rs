@@ -723,7 +723,7 @@ on_both!(client_credentials_for_machine_users, |srv| {
     let r = token(
         srv,
         Some(("robot", &secret)),
-        &[("grant_type", "client_credentials"), ("scope", &format!("openid {p1_aud} unknown-scope"))],
+        &[("grant_type", "client_credentials"), ("scope", &format!("openid {p1_aud} unknown-scope offline_access"))],
     )
     .await;
     let t = r.ok().clone();

@@ -71,7 +71,9 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
         subject(state, &mut c, u).await?.ok_or_else(|| OAuthError::invalid_grant("the user has no organization"))?;
     // Its own organization's scopes and audiences only (the client is the subject).
     let asker = crate::oauth::audience::Asker { org_id: &subject.org.org_id, is_subject: true };
-    let scopes = claims::filter_org_scopes(&subject, &scopes.known());
+    // No refresh token comes with client_credentials (RFC 6749 4.4.3), so no offline_access
+    // in the scope it reports either, as the jwt-bearer grant drops it.
+    let scopes = claims::filter_org_scopes(&subject, &scopes.known().without("offline_access"));
     let scopes = crate::oauth::audience::allowed(state, &mut c, asker, &subject, scopes).await?;
     let checked_at = issue::checked_at(&subject.user, None);
     let g = Grant {

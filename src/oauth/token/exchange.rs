@@ -349,6 +349,7 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
     };
     let (auth_time, amr) = (auth_from.auth_time, auth_from.amr.clone());
     let grant_id = from.grant_id.clone().filter(|_| from.client_id.as_deref() == Some(client.app.client_id.as_str()));
+    let grant_id_kept = grant_id.clone();
     // Each token was good when issued (its `iat`); a party read from the cache since counts
     // from then.
     let checked_at = [Some(&subject), actor.as_ref()]
@@ -404,10 +405,17 @@ pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthR
             issued_token_type: Some(ID_TOKEN),
         });
     }
+    // A refresh token under a grant the client already holds keeps that grant's absolute expiry
+    // (as rotation does): exchanging the grant's own access tokens would otherwise extend it
+    // for ever.
+    let expires_at = match (&grant_id_kept, scopes.has("offline_access")) {
+        (Some(gid), true) => crate::store::refresh::grant_expires_at(&mut c, gid).await?,
+        _ => None,
+    };
     let refresh = scopes.has("offline_access").then(|| RefreshPlan {
         grant_id: g.grant_id.clone().unwrap_or_default(),
         original_scopes: scopes.0.clone(),
-        expires_at: None,
+        expires_at,
         stored: None,
         audience: Some(g.audience.clone()),
         jwt_access_token: Some(sh.jwt_access_token),
