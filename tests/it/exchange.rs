@@ -93,7 +93,7 @@ on_both!(token_exchange, |srv| {
     let checked = json!({"name": "te", "projectRoleCheck": true});
     srv.put(&format!("/management/v1/projects/{project}"), checked).await.ok();
     let r = exchange(basic()).await;
-    r.err(400, "invalid_grant");
+    r.err(400, "invalid_request");
     assert!(r.body["error_description"].as_str().unwrap().contains("authorization"), "{}", r.body);
     srv.put(&format!("/management/v1/projects/{project}"), json!({"name": "te"})).await.ok();
     // The default: an opaque access token for the same subject and audience.
@@ -153,7 +153,7 @@ on_both!(token_exchange, |srv| {
     .err(400, "invalid_request");
     exchange(vec![("subject_token", "garbage".into()), ("subject_token_type", AT.into())])
         .await
-        .err(400, "invalid_grant");
+        .err(400, "invalid_request");
     exchange(vec![
         ("subject_token", bob.clone()),
         ("subject_token_type", "urn:service:params:oauth:token-type:user_id".into()),
@@ -170,9 +170,9 @@ on_both!(token_exchange, |srv| {
             ("actor_token_type", AT.to_string()),
         ]
     };
-    exchange(imp(subject.clone())).await.err(400, "access_denied");
+    exchange(imp(subject.clone())).await.err(400, "invalid_request");
     srv.put("/admin/v1/policies/security", json!({"enableImpersonation": true})).await.ok();
-    exchange(imp(subject.clone())).await.err(400, "access_denied");
+    exchange(imp(subject.clone())).await.err(400, "invalid_request");
     srv.post("/management/v1/orgs/me/members", json!({"userId": alice, "roles": ["ORG_END_USER_IMPERSONATOR"]}))
         .await
         .ok();
@@ -204,13 +204,13 @@ on_both!(token_exchange, |srv| {
         &[("grant_type", TE), ("subject_token", &subject), ("subject_token_type", AT)],
     )
     .await;
-    r.err(400, "invalid_grant");
+    r.err(400, "invalid_request");
     assert!(r.body["error_description"].as_str().unwrap().contains("not issued to this client"), "{}", r.body);
     let form = imp(subject.clone());
     let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let mut pairs = pairs;
     pairs.push(("grant_type", TE));
-    token(srv, Some((&other, &other_secret)), &pairs).await.err(400, "invalid_grant");
+    token(srv, Some((&other, &other_secret)), &pairs).await.err(400, "invalid_request");
     // A token whose audience names the client's project passes: the exchange above narrowed to
     // the project's id.
     let narrowed = exchange(vec![
@@ -273,7 +273,7 @@ on_both!(only_live_id_tokens_pass_as_id_tokens, |srv| {
     };
     // A JWT access token (typ at+jwt) is not an ID token, though latch signed it.
     assert_eq!(claims(&access)["sub"], claims(&id_token)["sub"]);
-    exchange(access.clone()).await.err(400, "invalid_grant");
+    exchange(access.clone()).await.err(400, "invalid_request");
     let plain = exchange(id_token.clone()).await;
     assert!(plain.ok().get("id_token").is_none(), "no scope asked, none brought: {}", plain.body);
     // An ID token allows openid (an ID token out), not offline_access.
@@ -297,7 +297,7 @@ on_both!(only_live_id_tokens_pass_as_id_tokens, |srv| {
     // Once the session has ended, its ID token is exchanged no more.
     let out = b.get(&format!("/oidc/v1/end_session?id_token_hint={id_token}")).await;
     assert!(out.status == 303 || out.status == 200, "{}", out.status);
-    exchange(id_token.clone()).await.err(400, "invalid_grant");
+    exchange(id_token.clone()).await.err(400, "invalid_request");
     // An ID token issued to another client is not this one's to trade in, however live: not by
     // a client of the same project either (the ID token's audience names the project too).
     let (sib, sib_secret) = sibling_app(srv, &project, &te_app).await;
@@ -306,14 +306,14 @@ on_both!(only_live_id_tokens_pass_as_id_tokens, |srv| {
     let fresh = t.ok()["id_token"].as_str().unwrap().to_string();
     let form = [("grant_type", TE), ("subject_token", fresh.as_str()), ("subject_token_type", ID)];
     let r = token(srv, Some((&sib, &sib_secret)), &form).await;
-    r.err(400, "invalid_grant");
+    r.err(400, "invalid_request");
     assert!(r.body["error_description"].as_str().unwrap().contains("not issued to this client"), "{}", r.body);
     let (other, other_secret, _) = oidc_app(srv, te_app).await;
     let (code, verifier) = code_for(srv, &b, &other, "openid").await;
     let t = exchange_code(srv, Some((&other, other_secret.as_deref().unwrap())), &code, &verifier).await;
     let others = t.ok()["id_token"].as_str().unwrap().to_string();
     let r = exchange(others).await;
-    r.err(400, "invalid_grant");
+    r.err(400, "invalid_request");
     assert!(r.body["error_description"].as_str().unwrap().contains("not issued to this client"), "{}", r.body);
 });
 
@@ -370,7 +370,7 @@ on_both!(a_refreshed_impersonation_keeps_its_actor, |srv| {
         ],
     )
     .await;
-    r.err(400, "access_denied");
+    r.err(400, "invalid_request");
     assert!(r.body["error_description"].as_str().unwrap().contains("administrators"), "{}", r.body);
     // Nor is an owner of another organization, though bob has no role in his own: members need
     // not belong to the organization, and the management API takes it from a header.
@@ -393,7 +393,7 @@ on_both!(a_refreshed_impersonation_keeps_its_actor, |srv| {
     let path = "/management/v1/orgs/me/members";
     srv.call_as(Some(&srv.pat), Some(&other), "POST", path, json!({"userId": bob, "roles": ["ORG_OWNER"]})).await.ok();
     let r = impersonate_bob().await;
-    r.err(400, "access_denied");
+    r.err(400, "invalid_request");
     assert!(r.body["error_description"].as_str().unwrap().contains("administrators"), "{}", r.body);
 });
 
@@ -437,7 +437,7 @@ on_both!(no_exchange_for_a_user_of_a_deactivated_organization, |srv| {
     impersonate().await.ok();
     on("POST", "/management/v1/orgs/me/_deactivate", json!({})).await.ok();
     let r = impersonate().await;
-    r.err(400, "invalid_grant");
+    r.err(400, "invalid_request");
     on("POST", "/management/v1/orgs/me/_reactivate", json!({})).await.ok();
     impersonate().await.ok();
 });
@@ -504,7 +504,7 @@ on_both!(impersonation_ends_with_its_actor, |srv| {
         ("requested_token_type", "urn:ietf:params:oauth:token-type:jwt".to_string()),
     ])
     .await;
-    r.err(400, "invalid_grant");
+    r.err(400, "invalid_request");
     srv.delete(&format!("/management/v1/orgs/me/members/{bob}")).await.ok();
     assert_eq!(userinfo(at.clone()).await, 200);
     // Cut-offs count whole seconds.
@@ -513,7 +513,7 @@ on_both!(impersonation_ends_with_its_actor, |srv| {
     assert_eq!(userinfo(at).await, 401, "the impersonation's access token");
     refresh(rt).await.err(400, "invalid_grant");
     assert_eq!(userinfo(relayed).await, 401, "a token exchanged from the impersonation's");
-    by_id_token().await.err(400, "invalid_grant");
+    by_id_token().await.err(400, "invalid_request");
 });
 
 // An ID token belongs to its grant like the access token beside it: once the grant is revoked
@@ -552,7 +552,7 @@ on_both!(an_id_token_ends_with_its_grant, |srv| {
     let refresh = [("grant_type", "refresh_token"), ("refresh_token", rt.as_str())];
     token(srv, Some((&client_id, &secret)), &refresh).await.ok();
     token(srv, Some((&client_id, &secret)), &refresh).await.err(400, "invalid_grant");
-    exchange().await.err(400, "invalid_grant");
+    exchange().await.err(400, "invalid_request");
     assert_eq!(userinfo(exchanged).await, 401, "what the exchange issued belongs to the grant");
 });
 
@@ -703,7 +703,7 @@ on_both!(impersonations_do_not_nest_through_a_role_given_later, |srv| {
     assert_eq!(claims(&as_link)["act"]["sub"], alice.as_str());
     make_impersonator(link).await;
     let r = impersonate(next, as_link).await;
-    r.err(400, "invalid_grant");
+    r.err(400, "invalid_request");
     assert!(r.body["error_description"].as_str().unwrap().contains("not active"), "{}", r.body);
 });
 

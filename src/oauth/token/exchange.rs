@@ -187,7 +187,22 @@ async fn read_token(state: &AppState, c: &mut Conn, token: &str, kind: &str, rol
     }
 }
 
+/// The token exchange grant. RFC 8693 2.2.2: a subject or actor token that is invalid for any
+/// reason, or unacceptable by policy (an impersonation the security policy or the actor's roles
+/// do not allow, an administrator as subject, a user the client's project turns away), is
+/// answered `invalid_request`, as ZITADEL answers it. The checks below refuse with
+/// `invalid_grant` and `access_denied`, the codes the other grants give for their own grants;
+/// here they become `invalid_request`, with their descriptions.
 pub async fn grant(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthResult<TokenResponse> {
+    exchange(state, headers, form).await.map_err(|mut e| {
+        if matches!(e.code, ErrorCode::InvalidGrant | ErrorCode::AccessDenied) {
+            e.code = ErrorCode::InvalidRequest;
+        }
+        e
+    })
+}
+
+async fn exchange(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthResult<TokenResponse> {
     let now = state.clock.now();
     let mut c = state.db.conn().await?;
     let features = setting::load::<Features>(&mut c, setting::INSTANCE).await?.value;

@@ -152,11 +152,11 @@ for (const db of databases()) {
       await assert.rejects(client.genericGrantRequest(config, TOKEN_EXCHANGE, {
         subject_token: tokens.access_token, subject_token_type: AT, resource: 'https://api.example.com',
       }), oauthError('invalid_target'));
-      // A revoked subject token cannot be exchanged.
+      // A revoked subject token cannot be exchanged: invalid_request (RFC 8693 2.2.2).
       await client.tokenRevocation(config, tokens.access_token);
       await assert.rejects(client.genericGrantRequest(config, TOKEN_EXCHANGE, {
         subject_token: tokens.access_token, subject_token_type: AT,
-      }), oauthError('invalid_grant'));
+      }), oauthError('invalid_request'));
     });
 
     describe('in Chromium', () => {
