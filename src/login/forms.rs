@@ -736,6 +736,15 @@ pub async fn init_password(
         None => (None, INIT),
     };
     let holder = u.as_ref().map_or("", |u| u.user_id.as_str());
+    // What is wrong whoever the user is (the two passwords differ, none given, too long) is said
+    // before the code is looked at: it tells nothing of the user, and the code's tries (each
+    // look counts one, a right code too) are not spent on a typo.
+    if form.password != form.password_repeat {
+        return show(&state, &mut c, f, &headers, Some(t.err_mismatch.to_string()), None).await;
+    }
+    if form.password.is_empty() || form.password.chars().count() > crate::management::passwords::MAX_PASSWORD {
+        return show(&state, &mut c, f, &headers, Some(t.err_required.to_string()), None).await;
+    }
     match super::codes::verify(&state, &mut c, holder, purpose, &form.code).await {
         Ok(user_code::CodeCheck::Valid) if u.is_some() => {}
         Ok(_) => return show(&state, &mut c, f, &headers, Some(t.err_init_code.to_string()), None).await,

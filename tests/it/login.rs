@@ -580,6 +580,21 @@ on_both!(unverified_email_can_be_skipped_and_initial_password_by_code, |srv| {
     let resent = b.post(&format!("/ui/login/{id}/init_password/resend"), &[("csrf", &init.csrf())]).await;
     assert_eq!(resent.status, 200, "{}", resent.html);
     let code = outbox_code(srv, "gina@example.org").await;
+    // Typos in the repeated password, more than the code's five tries: they spend none of them.
+    for _ in 0..6 {
+        let typo = b
+            .post(
+                &format!("/ui/login/{id}/init_password"),
+                &[
+                    ("csrf", &init.csrf()),
+                    ("code", &code),
+                    ("password", "Gina-Passw0rd"),
+                    ("password_repeat", "Gina-Passw0rb"),
+                ],
+            )
+            .await;
+        assert_eq!(typo.status, 200, "{}", typo.html);
+    }
     let done = b
         .post(
             &format!("/ui/login/{id}/init_password"),
