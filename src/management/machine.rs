@@ -215,7 +215,10 @@ pub async fn generate_secret(
     let u = load_user_to_change(&mut tx, &caller, &user_id).await?;
     require_machine(&u)?;
     let client_secret = secret::new_secret();
-    user::set_machine_secret(&mut tx, &user_id, Some(secret::digest(&client_secret)), now).await?;
+    // A user deleted since it was read gets no secret that nothing would take.
+    crate::management::users::still_there(
+        user::set_machine_secret(&mut tx, &user_id, Some(secret::digest(&client_secret)), now).await?,
+    )?;
     tx.commit().await?;
     Ok(Json(SecretResponse { client_id: u.username.clone(), client_secret, details: Details::changed(now, &u.org_id) }))
 }
@@ -233,7 +236,7 @@ pub async fn remove_secret(
     if require_machine(&u)?.secret_digest.is_none() {
         return Err(ApiError::not_found("the user has no secret").with_id("USER-NoSecret"));
     }
-    user::set_machine_secret(&mut tx, &user_id, None, now).await?;
+    crate::management::users::still_there(user::set_machine_secret(&mut tx, &user_id, None, now).await?)?;
     tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
 }

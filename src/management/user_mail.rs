@@ -78,7 +78,7 @@ pub async fn resend_initialization(
         return Err(ApiError::precondition("the user's organization is deactivated").with_id("USER-NotActive"));
     }
     if !email.is_empty() && email != h.email {
-        user::update_email(&mut tx, &u.user_id, email, false, now).await?;
+        crate::management::users::still_there(user::update_email(&mut tx, &u.user_id, email, false, now).await?)?;
         user_code::delete_all(&mut tx, &u.user_id).await?;
     }
     send(&state, &mut tx, &u.user_id, codes::INIT).await?;

@@ -271,6 +271,13 @@ pub async fn load_user_to_change(c: &mut Conn, caller: &Caller, user_id: &str) -
     Ok(u)
 }
 
+/// A write that found no row: the user was deleted since it was read (on PostgreSQL a read
+/// takes no lock), so the call answers as for an unknown user instead of reporting a change
+/// nothing holds.
+pub fn still_there(written: bool) -> ApiResult<()> {
+    if written { Ok(()) } else { Err(ApiError::not_found("user not found").with_id("USER-NotFound")) }
+}
+
 pub fn require_human(u: &User) -> ApiResult<&Human> {
     u.human().ok_or_else(|| ApiError::precondition("the user is not a human user").with_id("USER-NotHuman"))
 }
@@ -465,7 +472,7 @@ async fn change_state(
     if matches!(to, UserState::Locked | UserState::Inactive) {
         super::members::keep_an_owner(&mut tx, user_id, false).await?;
     }
-    user::set_state(&mut tx, user_id, to, now).await?;
+    still_there(user::set_state(&mut tx, user_id, to, now).await?)?;
     // Locking or deactivating ends what the user holds: unlocking or reactivating later does
     // not bring back tokens, codes or sessions issued before.
     if matches!(to, UserState::Locked | UserState::Inactive) {
@@ -617,7 +624,7 @@ pub async fn update_email(
     if h.email == req.email.trim() && h.email_verified == req.is_email_verified {
         return Err(ApiError::precondition("the e-mail address is unchanged").with_id("USER-EmailNotChanged"));
     }
-    user::update_email(&mut tx, &user_id, req.email.trim(), req.is_email_verified, now).await?;
+    still_there(user::update_email(&mut tx, &user_id, req.email.trim(), req.is_email_verified, now).await?)?;
     // Codes e-mailed to the old address (verification, initial password) must not verify or
     // set up the new one.
     if h.email != req.email.trim() {
@@ -654,7 +661,7 @@ pub async fn update_profile(
         gender: req.gender,
         ..Human::default()
     };
-    user::update_profile(&mut tx, &user_id, &h, now).await?;
+    still_there(user::update_profile(&mut tx, &user_id, &h, now).await?)?;
     tx.commit().await?;
     Ok(Json(DetailsResponse { details: Details::changed(now, &u.org_id) }))
 }

@@ -194,3 +194,27 @@ on_both!(personal_access_tokens, |srv| {
     srv.post(&format!("/management/v1/users/{id}/_deactivate"), json!({})).await.ok();
     srv.call_as(Some(&third), None, "GET", "/management/v1/orgs/me", json!(null)).await.err(401, 16);
 });
+
+// A machine secret generated while another administrator deletes the user: once the deletion
+// commits, the call finds no user (404) instead of answering with a secret nothing would take.
+// PostgreSQL only: SQLite's writers take turns, so the call never runs between.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_for_a_user_deleted_meanwhile_is_not_found() {
+    let srv = crate::harness::TestServer::start(crate::harness::Backend::Postgres).await;
+    {
+        let srv = &srv;
+        let r = srv.post("/management/v1/users/machine", json!({"userName": "doomed", "name": "D"})).await;
+        let id = r.ok()["userId"].as_str().unwrap().to_string();
+        let mut deletion = srv.state.db.begin().await.unwrap();
+        assert!(latch::store::user::delete(&mut deletion, &id).await.unwrap());
+        let path = format!("/management/v1/users/{id}/secret");
+        let change = srv.put(&path, json!({}));
+        let commit = async {
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            deletion.commit().await.unwrap();
+        };
+        let (r, ()) = tokio::join!(change, commit);
+        r.err(404, 5);
+    }
+    srv.stop().await;
+}
