@@ -71,7 +71,10 @@ fn page(state: &AppState, t: &Texts, s: &Session, u: &User, error: Option<String
     let secret = totp::generate_secret();
     let pending = match state.otp_cipher.seal(&aad(&s.session_id), secret.as_bytes()) {
         Ok(p) => URL_SAFE_NO_PAD.encode(p),
-        Err(e) => return pages::error_page(t, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), ""),
+        Err(e) => {
+            tracing::error!(error = %e, "a pending second factor could not be sealed");
+            return pages::error_page(t, StatusCode::INTERNAL_SERVER_ERROR, t.err_internal, "");
+        }
     };
     let uri = totp::otpauth_uri(&state.settings.external_host(), &u.login_name(), &secret);
     let view = pages::TotpEnrol {

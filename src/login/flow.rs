@@ -641,7 +641,7 @@ async fn finish_with_code(
     let subject = match authorize::subject(state, c, u).await {
         Ok(Some(s)) => s,
         Ok(None) => {
-            return (pages::error_page(t, StatusCode::BAD_REQUEST, "the account has no organization", ""), false);
+            return (pages::error_page(t, StatusCode::BAD_REQUEST, t.err_no_org, ""), false);
         }
         Err(e) => return (store_fail(t, headers, e), false),
     };

@@ -36,7 +36,7 @@ fn hash_fail(t: &Texts, headers: &HeaderMap, e: PasswordError) -> Response {
         PasswordError::Memory(_) | PasswordError::Busy => {
             fail(t, headers, StatusCode::SERVICE_UNAVAILABLE, t.err_unavailable)
         }
-        e => fail(t, headers, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        _ => fail(t, headers, StatusCode::INTERNAL_SERVER_ERROR, t.err_internal),
     }
 }
 
@@ -489,7 +489,8 @@ pub async fn register(
     let org_id = match instance::default_org(&mut c).await {
         Ok(Some(o)) => o,
         Ok(None) => {
-            return fail(t, &headers, StatusCode::SERVICE_UNAVAILABLE, "the instance is not set up");
+            tracing::error!("registration: the instance has no default organization (not set up)");
+            return fail(t, &headers, StatusCode::SERVICE_UNAVAILABLE, t.err_internal);
         }
         Err(e) => return store_fail(t, &headers, e),
     };
@@ -555,7 +556,10 @@ pub async fn register(
         Err(e) if e.code == crate::api::Code::Unavailable => {
             return fail(t, &headers, StatusCode::SERVICE_UNAVAILABLE, t.err_unavailable);
         }
-        Err(e) => return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, &e.message),
+        Err(e) => {
+            tracing::error!(error = %e.message, "registration failed");
+            return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, t.err_internal);
+        }
     };
     reset(&mut f);
     f.user = match user::get(&mut c, &user_id).await {

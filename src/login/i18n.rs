@@ -74,6 +74,9 @@ pub struct Texts {
     pub err_email_invalid: &'static str,
     pub err_required: &'static str,
     pub err_unavailable: &'static str,
+    /// A failure on latch's side (its detail goes to the log, not the page).
+    pub err_internal: &'static str,
+    pub err_no_org: &'static str,
     /// Rate limit reached; `{}` is replaced by the seconds to wait.
     pub err_too_many: &'static str,
     pub err_too_large: &'static str,
@@ -172,6 +175,8 @@ pub static EN: Texts = Texts {
     err_email_invalid: "This e-mail address is not valid.",
     err_required: "Please fill in every required field.",
     err_unavailable: "The service is temporarily unavailable. Please try again.",
+    err_internal: "Something went wrong on our side. Please try again later; if it goes on, give the request id below to your administrator.",
+    err_no_org: "This account belongs to no organization and cannot sign in.",
     err_too_many: "Too many attempts. Please wait {} seconds and try again.",
     err_too_large: "The form sent was too large.",
     err_client_missing: "The application did not say who it is: client_id is missing.",
@@ -268,6 +273,8 @@ pub static DE: Texts = Texts {
     err_email_invalid: "Diese E-Mail-Adresse ist ungültig.",
     err_required: "Bitte füllen Sie alle Pflichtfelder aus.",
     err_unavailable: "Der Dienst ist vorübergehend nicht verfügbar. Bitte versuchen Sie es später erneut.",
+    err_internal: "Bei uns ist etwas schiefgegangen. Bitte versuchen Sie es später erneut; wenn es anhält, nennen Sie Ihrem Administrator die Anfrage-ID unten.",
+    err_no_org: "Dieses Konto gehört zu keiner Organisation und kann sich nicht anmelden.",
     err_too_many: "Zu viele Versuche. Bitte warten Sie {} Sekunden und versuchen Sie es erneut.",
     err_too_large: "Das gesendete Formular war zu groß.",
     err_client_missing: "Die Anwendung hat sich nicht ausgewiesen: client_id fehlt.",

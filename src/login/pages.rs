@@ -200,15 +200,25 @@ pub fn form_target(u: &url::Url) -> String {
 pub fn render<T: Template>(t: &Texts, status: StatusCode, page: &T, form_action: Option<&str>) -> Response {
     match page.render() {
         Ok(html) => with_headers(status, html, &csp(form_action)),
-        Err(e) => error_page(t, StatusCode::INTERNAL_SERVER_ERROR, &format!("the page could not be rendered: {e}"), ""),
+        Err(e) => {
+            tracing::error!(error = %e, "a page could not be rendered");
+            error_page(t, StatusCode::INTERNAL_SERVER_ERROR, t.err_internal, "")
+        }
     }
 }
 
 /// The error page, showing the request id the user can quote.
 pub fn error_page(t: &Texts, status: StatusCode, message: &str, request_id: &str) -> Response {
     let view = ErrorView { t, message, request_id };
-    let html =
-        view.render().unwrap_or_else(|_| format!("<!doctype html><title>error</title><p>{}</p>", status.as_u16()));
+    let html = view.render().unwrap_or_else(|_| {
+        format!(
+            "<!doctype html><html lang=\"{}\"><meta charset=\"utf-8\"><meta name=\"viewport\" \
+                 content=\"width=device-width, initial-scale=1\"><title>{}</title><p>{}</p></html>",
+            t.lang,
+            status.as_u16(),
+            t.err_internal
+        )
+    });
     with_headers(status, html, &csp(None))
 }
 

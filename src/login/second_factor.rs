@@ -81,7 +81,10 @@ pub async fn totp_setup(
     };
     let sealed = match state.seal_otp(&u.user_id, &secret) {
         Ok(s) => s,
-        Err(e) => return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(e) => {
+            tracing::error!(error = %e, "a second factor's secret could not be sealed");
+            return fail(t, &headers, StatusCode::INTERNAL_SERVER_ERROR, t.err_internal);
+        }
     };
     // Only while the user has no factor: one enrolled meanwhile elsewhere is not replaced
     // without a code of it.

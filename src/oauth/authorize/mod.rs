@@ -442,7 +442,7 @@ pub async fn complete(
 ) -> crate::store::Result<Response> {
     let now = state.clock.now();
     let Some(subject) = subject(state, c, u).await? else {
-        return Ok(pages::error_page(t, StatusCode::BAD_REQUEST, "the account has no organization", ""));
+        return Ok(pages::error_page(t, StatusCode::BAD_REQUEST, t.err_no_org, ""));
     };
     let refused = match org_scope_refusal(params, &subject.org) {
         Some(e) => Some(e),

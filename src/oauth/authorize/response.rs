@@ -49,7 +49,7 @@ pub fn respond(
     let mut fields: Vec<(String, String)> = fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     fields.push(("iss".into(), issuer.to_string()));
     let Ok(mut url) = Url::parse(redirect_uri) else {
-        return pages::error_page(t, StatusCode::BAD_REQUEST, "the redirect_uri cannot be used", "");
+        return pages::error_page(t, StatusCode::BAD_REQUEST, t.err_redirect_unknown, "");
     };
     match mode {
         ResponseMode::Query => {
@@ -73,7 +73,8 @@ pub fn respond(
             match page.render() {
                 Ok(html) => pages::with_headers(StatusCode::OK, html, &csp),
                 Err(e) => {
-                    pages::error_page(t, StatusCode::INTERNAL_SERVER_ERROR, &format!("rendering failed: {e}"), "")
+                    tracing::error!(error = %e, "the form_post page could not be rendered");
+                    pages::error_page(t, StatusCode::INTERNAL_SERVER_ERROR, t.err_internal, "")
                 }
             }
         }
