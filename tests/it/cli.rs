@@ -121,6 +121,10 @@ fn the_example_configuration_file_is_valid() {
         .map(|l| format!("{}\n", l.split("  #").next().unwrap().trim_end()))
         .collect();
     assert!(active.contains("[keys]") && active.contains("rotation_interval"), "{active}");
+    // Its header says every key is shown: each variable latch reads is named beside its key.
+    for v in latch::config::ENV_VARS.iter().filter(|v| v.name.starts_with("LATCH_")) {
+        assert!(example.contains(v.name), "{} is not in config/latch.toml.example", v.name);
+    }
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("latch.toml");
     std::fs::write(&f, &active).unwrap();
