@@ -217,14 +217,16 @@ pub fn router(state: AppState) -> Router {
     let protocol = Router::new()
         .merge(oidc::routes())
         .merge(crate::oauth::routes())
-        .merge(crate::login::routes())
+        // The login pages answer a method they do not take with a page (the other routes keep
+        // axum's 405, which leaves their CORS preflights to their own layers).
+        .merge(crate::login::routes().method_not_allowed_fallback(crate::login::pages::method_not_allowed))
         .merge(ops::routes())
         .layer(DefaultBodyLimit::max(crate::oauth::form::MAX_FORM))
         .layer(axum::middleware::from_fn_with_state(body_read_timeout, crate::http::body_deadline));
     Router::new()
         .merge(protocol)
         .merge(api)
-        .fallback(api::error::not_found)
+        .fallback(crate::login::pages::not_found)
         .layer(axum::middleware::from_fn_with_state(state.clone(), crate::limits::per_ip))
         .with_state(state)
         .layer(axum::middleware::from_fn(telemetry::track_requests))

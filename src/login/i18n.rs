@@ -77,6 +77,8 @@ pub struct Texts {
     /// A failure on latch's side (its detail goes to the log, not the page).
     pub err_internal: &'static str,
     pub err_no_org: &'static str,
+    pub err_no_page: &'static str,
+    pub err_wrong_method: &'static str,
     /// Rate limit reached; `{}` is replaced by the seconds to wait.
     pub err_too_many: &'static str,
     pub err_too_large: &'static str,
@@ -177,6 +179,8 @@ pub static EN: Texts = Texts {
     err_unavailable: "The service is temporarily unavailable. Please try again.",
     err_internal: "Something went wrong on our side. Please try again later; if it goes on, give the request id below to your administrator.",
     err_no_org: "This account belongs to no organization and cannot sign in.",
+    err_no_page: "There is no such page.",
+    err_wrong_method: "This page cannot be opened this way. Go back to the application and sign in again.",
     err_too_many: "Too many attempts. Please wait {} seconds and try again.",
     err_too_large: "The form sent was too large.",
     err_client_missing: "The application did not say who it is: client_id is missing.",
@@ -275,6 +279,8 @@ pub static DE: Texts = Texts {
     err_unavailable: "Der Dienst ist vorübergehend nicht verfügbar. Bitte versuchen Sie es später erneut.",
     err_internal: "Bei uns ist etwas schiefgegangen. Bitte versuchen Sie es später erneut; wenn es anhält, nennen Sie Ihrem Administrator die Anfrage-ID unten.",
     err_no_org: "Dieses Konto gehört zu keiner Organisation und kann sich nicht anmelden.",
+    err_no_page: "Diese Seite gibt es nicht.",
+    err_wrong_method: "Diese Seite lässt sich so nicht öffnen. Kehren Sie zur Anwendung zurück und melden Sie sich erneut an.",
     err_too_many: "Zu viele Versuche. Bitte warten Sie {} Sekunden und versuchen Sie es erneut.",
     err_too_large: "Das gesendete Formular war zu groß.",
     err_client_missing: "Die Anwendung hat sich nicht ausgewiesen: client_id fehlt.",

@@ -1257,3 +1257,24 @@ async fn registration_with_the_store_unavailable_says_try_again() {
     }
     srv.stop().await;
 }
+
+// A path under /ui/ that names no page, and a login step opened with a method it does not take
+// (a POST-only step from the address bar), are pages in the person's language; the protocol's
+// JSON endpoints and the API keep their own answers.
+on_both!(unknown_pages_and_wrong_methods_are_localized_pages, |srv| {
+    let client = reqwest::Client::new();
+    let get = |path: &str| client.get(srv.url(path)).header("accept-language", "de").send();
+    let r = get("/ui/nowhere").await.unwrap();
+    assert_eq!(r.status(), 404);
+    let html = r.text().await.unwrap();
+    assert!(html.contains("Diese Seite gibt es nicht.") && html.contains("lang=\"de\""), "{html}");
+    let r = get("/ui/login/123/password").await.unwrap();
+    assert_eq!(r.status(), 405);
+    assert!(r.text().await.unwrap().contains("Diese Seite lässt sich so nicht öffnen."));
+    let r = get("/oauth/v2/token").await.unwrap();
+    assert_eq!(r.status(), 405);
+    assert!(r.text().await.unwrap().is_empty(), "the token endpoint's 405 stays bare");
+    let r = get("/management/v1/nowhere").await.unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(r.json::<serde_json::Value>().await.unwrap()["code"], 5, "the API answers in JSON");
+});
