@@ -132,8 +132,15 @@ impl Flow {
         let since = state.cache.generation();
         let read_at = state.clock.now();
         let found = auth_request::get_with_user(c, id).await.map_err(|e| store_fail(t0, headers, e))?;
-        let Some((row, user)) = found.filter(|(r, _)| r.expires_at > state.clock.now()) else {
-            return Err(fail(t0, headers, StatusCode::BAD_REQUEST, t0.err_expired));
+        let (row, user) = match found {
+            Some(f) if f.0.expires_at > state.clock.now() => f,
+            // An expired request is said so in the language it asked for (until the sweep).
+            Some((expired, _)) => {
+                let t = from_json::<AuthParams>("auth_request.params", &expired.params)
+                    .map_or(t0, |p| i18n::choose(&p.ui_locales, headers));
+                return Err(fail(t, headers, StatusCode::BAD_REQUEST, t.err_expired));
+            }
+            None => return Err(fail(t0, headers, StatusCode::BAD_REQUEST, t0.err_expired)),
         };
         let params: AuthParams =
             from_json("auth_request.params", &row.params).map_err(|e| store_fail(t0, headers, e))?;

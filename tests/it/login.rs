@@ -1278,3 +1278,15 @@ on_both!(unknown_pages_and_wrong_methods_are_localized_pages, |srv| {
     assert_eq!(r.status(), 404);
     assert_eq!(r.json::<serde_json::Value>().await.unwrap()["code"], 5, "the API answers in JSON");
 });
+
+// An expired sign-in is said so in the language the request asked for (ui_locales), not only
+// the browser's.
+on_both!(an_expired_sign_in_speaks_the_requests_language, |srv| {
+    let b = Browser::new(srv);
+    let (id, page) = start(srv, &b, &[("ui_locales", "de")]).await;
+    assert!(page.html.contains("lang=\"de\""), "{}", page.html);
+    srv.clock.advance(srv.settings.request_lifetime + 1);
+    let r = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "alice")]).await;
+    assert_eq!(r.status, 400);
+    assert!(r.html.contains("Diese Anmeldung ist abgelaufen."), "{}", r.html);
+});
