@@ -264,7 +264,7 @@ fn peer(req: &Request) -> Option<SocketAddr> {
     req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0)
 }
 
-fn deny_json(wait: Duration, headers: &HeaderMap) -> Response {
+fn deny_json(wait: Duration, headers: &HeaderMap, _query: Option<&str>) -> Response {
     let mut r = crate::oauth::error::OAuthError::too_many_requests(wait).into_response();
     // A browser application reads this refusal as it reads the endpoint's other answers (the
     // CORS layers of the routes are inside this budget and never see it): the origin reflected,
@@ -336,15 +336,21 @@ impl Drop for Counted {
     }
 }
 
-fn deny_page(wait: Duration, headers: &HeaderMap) -> Response {
-    let t = crate::login::i18n::choose(&[], headers);
+/// The refusal as a page, in the language an authorization request asks for (`ui_locales` of
+/// its query), else the browser's.
+fn deny_page(wait: Duration, headers: &HeaderMap, query: Option<&str>) -> Response {
+    let locales: Vec<String> = form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .filter(|(k, _)| k == "ui_locales")
+        .flat_map(|(_, v)| v.split(' ').map(str::to_string).collect::<Vec<_>>())
+        .collect();
+    let t = crate::login::i18n::choose(&locales, headers);
     let msg = t.err_too_many.replace("{}", &retry_after_secs(wait).to_string());
     let id = crate::oauth::authorize::request_id(headers);
     too_many(crate::login::pages::error_page(t, StatusCode::TOO_MANY_REQUESTS, &msg, &id), wait)
 }
 
 /// Writes the refusal in the endpoint's format.
-type Deny = fn(Duration, &HeaderMap) -> Response;
+type Deny = fn(Duration, &HeaderMap, Option<&str>) -> Response;
 
 /// The IP budget a request draws on, by path: token endpoint posts, key set fetches,
 /// authorization requests (each stores a pending sign-in for its lifetime) and login form posts
@@ -378,7 +384,7 @@ pub async fn per_ip(State(state): State<AppState>, req: Request, next: Next) -> 
         && let Err(wait) = state.limits.ip(budget, ip)
     {
         metrics::counter!("latch_rate_limited_total", "budget" => budget.name()).increment(1);
-        return deny(wait, req.headers());
+        return deny(wait, req.headers(), req.uri().query());
     }
     next.run(req).await
 }

@@ -123,6 +123,7 @@ async fn authorization_requests_are_limited_per_ip() {
             ("scope", "openid"),
             ("code_challenge", challenge.as_str()),
             ("code_challenge_method", "S256"),
+            ("ui_locales", "de"),
         ])
         .finish();
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
@@ -133,6 +134,8 @@ async fn authorization_requests_are_limited_per_ip() {
         if r.status() == 429 {
             assert!(retry_after(r.headers()) >= 1);
             assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+            // In the language the request asks for.
+            assert!(r.text().await.unwrap().contains("lang=\"de\""));
         }
     }
     let first_429 = statuses.iter().position(|s| *s == 429).expect("the IP budget runs out");
