@@ -787,4 +787,30 @@ on_both!(an_exchange_under_a_held_grant_keeps_its_absolute_expiry, |srv| {
     let expiries: Vec<(i64,)> =
         sqlx::query_as("SELECT DISTINCT expires_at FROM refresh_token").fetch_all(&mut *c).await.unwrap();
     assert_eq!(expiries.len(), 1, "one absolute expiry for the grant: {expiries:?}");
+    drop(c);
+    // Near the end of the grant (refreshed every 29 days, within the idle expiry) its last access
+    // token outlives it by hours; once the grant's rows are swept, an exchange of that token
+    // starts no new grant: no refresh token past the sign-in's 90 days.
+    let mut rt = r.body["refresh_token"].as_str().unwrap().to_string();
+    let mut at = String::new();
+    for days in [19.0, 29.0, 29.0, 2.9] {
+        srv.clock.advance((days * 86400.0) as i64);
+        let r =
+            token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", &rt)]).await;
+        rt = r.ok()["refresh_token"].as_str().unwrap().to_string();
+        at = r.body["access_token"].as_str().unwrap().to_string();
+    }
+    srv.clock.advance(5 * 3600);
+    let now = latch::clock::Clock::now(&*srv.clock);
+    latch::sweep::sweep(&srv.state.db, now, 1000, 10).await.unwrap();
+    assert_eq!(srv.count("refresh_token").await, 0, "the grant's rows are swept");
+    let form = [
+        ("grant_type", TE),
+        ("subject_token", at.as_str()),
+        ("subject_token_type", AT),
+        ("scope", "openid offline_access"),
+    ];
+    let r = token(srv, Some((&client_id, &secret)), &form).await;
+    assert!(r.ok().get("refresh_token").is_none(), "{}", r.body);
+    assert!(!r.body["scope"].as_str().unwrap().contains("offline_access"), "{}", r.body);
 });

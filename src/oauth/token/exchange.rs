@@ -385,6 +385,21 @@ async fn exchange(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthRe
     // A refresh token only for a client allowed the refresh_token grant (its `offline_access`
     // is dropped, as the code exchange drops it), and none with an ID token as the result.
     let may_refresh = client.config.grant_types.contains(&OidcGrantType::RefreshToken) && requested_type != ID_TOKEN;
+    // A refresh token's absolute expiry: under a grant the client already holds, that grant's
+    // (as rotation keeps it), and in any case no later than the refresh token lifetime after the
+    // sign-in the tokens rest on (a grant whose rows were swept after their expiry, or one that
+    // had none, is not started anew by exchanging its access tokens). Past it, none is issued.
+    let expires_at = if may_refresh && scopes.has("offline_access") {
+        let held = match &grant_id_kept {
+            Some(gid) => crate::store::refresh::grant_expires_at(&mut c, gid).await?,
+            None => None,
+        };
+        let life = issue::lifetimes(state, &mut c).await?.refresh_token_expiration;
+        [held, auth_time.map(|t| t.saturating_add(life))].into_iter().flatten().min()
+    } else {
+        None
+    };
+    let may_refresh = may_refresh && expires_at.is_none_or(|e| e > now);
     let scopes = if may_refresh { scopes } else { scopes.without("offline_access") };
     let audience = crate::oauth::audience::allowed_ids(state, &mut c, asker(), &subj, audience).await?;
     let g = Grant {
@@ -420,13 +435,6 @@ async fn exchange(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthRe
             issued_token_type: Some(ID_TOKEN),
         });
     }
-    // A refresh token under a grant the client already holds keeps that grant's absolute expiry
-    // (as rotation does): exchanging the grant's own access tokens would otherwise extend it
-    // for ever.
-    let expires_at = match (&grant_id_kept, scopes.has("offline_access")) {
-        (Some(gid), true) => crate::store::refresh::grant_expires_at(&mut c, gid).await?,
-        _ => None,
-    };
     let refresh = scopes.has("offline_access").then(|| RefreshPlan {
         grant_id: g.grant_id.clone().unwrap_or_default(),
         original_scopes: scopes.0.clone(),
