@@ -704,10 +704,7 @@ on_both!(a_projects_checks_turn_users_away, |srv| {
 on_both!(a_redirect_uri_removed_during_a_sign_in_receives_nothing, |srv| {
     human(srv, "alice", "Wonder-land1").await;
     let (client_id, _, project) = oidc_app(srv, json!({})).await;
-    let app_id = {
-        let mut c = srv.state.db.conn().await.unwrap();
-        latch::store::app::get_by_client_id(&mut c, &client_id).await.unwrap().unwrap().app_id
-    };
+    let app_id = crate::browser::app_id_of(srv, &client_id).await;
     let b = Browser::new(srv);
     let (_, challenge) = pkce();
     let (id, page) = b.authorize(&code_query(&client_id, &challenge)).await;

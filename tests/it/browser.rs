@@ -166,6 +166,12 @@ impl Browser {
     }
 }
 
+/// The app id of the application with `client_id` (the path of its management calls).
+pub async fn app_id_of(srv: &TestServer, client_id: &str) -> String {
+    let mut c = srv.state.db.conn().await.unwrap();
+    latch::store::app::get_by_client_id(&mut c, client_id).await.unwrap().unwrap().app_id
+}
+
 /// An OIDC app for the code flow (and more, per `extra`), in a new project; returns the
 /// client id, the secret and the project id.
 pub async fn oidc_app(srv: &TestServer, extra: Value) -> (String, Option<String>, String) {

@@ -60,6 +60,20 @@ async fn alice_impersonates_bob(srv: &crate::harness::TestServer) -> Impersonati
     Impersonation { alice, bob, client_id, secret, actor, at, rt }
 }
 
+/// Token exchange on, alice signed in with `openid offline_access` to a new client that may
+/// exchange and refresh: its client id, secret and project, and the code exchange's answer.
+async fn exchanger_signed_in(srv: &crate::harness::TestServer) -> (String, String, String, crate::token::TokenCall) {
+    human(srv, "alice", "Wonder-land1").await;
+    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
+    let te_app = json!({"grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
+    let (client_id, secret, project) = oidc_app(srv, te_app).await;
+    let secret = secret.unwrap();
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    (client_id, secret, project, t)
+}
+
 /// The status of a userinfo request with `at`.
 async fn userinfo_status(srv: &crate::harness::TestServer, at: String) -> u16 {
     reqwest::Client::new().get(srv.url("/oidc/v1/userinfo")).bearer_auth(at).send().await.unwrap().status().as_u16()
@@ -713,14 +727,7 @@ on_both!(impersonations_do_not_nest_through_a_role_given_later, |srv| {
 // refresh token from an exchange, as it gets none from a code (nor `offline_access` in the
 // answer's scope).
 on_both!(an_exchanges_refresh_token_keeps_its_audience_and_type, |srv| {
-    human(srv, "alice", "Wonder-land1").await;
-    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
-    let te_app = json!({"grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
-    let (client_id, secret, project) = oidc_app(srv, te_app).await;
-    let secret = secret.unwrap();
-    let b = Browser::new(srv);
-    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
-    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let (client_id, secret, project, t) = exchanger_signed_in(srv).await;
     let subject = t.ok()["access_token"].as_str().unwrap().to_string();
     let form = [
         ("grant_type", TE),
@@ -763,14 +770,7 @@ on_both!(an_exchanges_refresh_token_keeps_its_audience_and_type, |srv| {
 // absolute expiry, as a rotation does: exchanging the grant's own access tokens with
 // offline_access does not extend the grant (it restarted the 90 days each time).
 on_both!(an_exchange_under_a_held_grant_keeps_its_absolute_expiry, |srv| {
-    human(srv, "alice", "Wonder-land1").await;
-    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true})).await.ok();
-    let te_app = json!({"grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"]});
-    let (client_id, secret, _) = oidc_app(srv, te_app).await;
-    let secret = secret.unwrap();
-    let b = Browser::new(srv);
-    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
-    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let (client_id, secret, _, t) = exchanger_signed_in(srv).await;
     let rt = t.ok()["refresh_token"].as_str().unwrap().to_string();
     srv.clock.advance(10 * 86400);
     let r = token(srv, Some((&client_id, &secret)), &[("grant_type", "refresh_token"), ("refresh_token", &rt)]).await;

@@ -177,10 +177,7 @@ on_both!(an_applications_tokens_count_while_it_is_active, |srv| {
     let (client_id, _, project, t) = signed_in(srv, "openid", json!({})).await;
     let at = t["access_token"].as_str().unwrap().to_string();
     let (rs, rs_secret) = api_app(srv, &project).await;
-    let app_id = {
-        let mut c = srv.state.db.conn().await.unwrap();
-        latch::store::app::get_by_client_id(&mut c, &client_id).await.unwrap().unwrap().app_id
-    };
+    let app_id = crate::browser::app_id_of(srv, &client_id).await;
     let path = format!("/management/v1/projects/{project}/apps/{app_id}");
     let introspected = || async {
         let (status, _, b) = form(srv, "/oauth/v2/introspect", Some((&rs, &rs_secret)), &[("token", &at)]).await;
@@ -219,10 +216,7 @@ on_both!(a_human_named_like_a_client_id_keeps_no_token_alive, |srv| {
     let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
     let at = t.ok()["access_token"].as_str().unwrap().to_string();
     assert_eq!(userinfo(srv, &at).await.0, 200);
-    let app_id = {
-        let mut c = srv.state.db.conn().await.unwrap();
-        latch::store::app::get_by_client_id(&mut c, &client_id).await.unwrap().unwrap().app_id
-    };
+    let app_id = crate::browser::app_id_of(srv, &client_id).await;
     srv.post(&format!("/management/v1/projects/{project}/apps/{app_id}/_deactivate"), json!({})).await.ok();
     assert_eq!(userinfo(srv, &at).await.0, 401);
 });
