@@ -9,6 +9,7 @@ pub mod flow;
 pub mod forms;
 pub mod i18n;
 pub mod pages;
+pub mod register;
 pub mod second_factor;
 
 use axum::Router;
@@ -27,7 +28,7 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/login/{id}/password", post(forms::password))
         .route("/ui/login/{id}/select", post(forms::select))
         .route("/ui/login/{id}/other", post(forms::other))
-        .route("/ui/login/{id}/register", get(forms::register_page).post(forms::register))
+        .route("/ui/login/{id}/register", get(register::page).post(register::register))
         .route("/ui/login/{id}/change_password", post(forms::change_password))
         .route("/ui/login/{id}/verify_email", post(forms::verify_email))
         .route("/ui/login/{id}/verify_email/skip", post(forms::skip_verification))
