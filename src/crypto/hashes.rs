@@ -211,7 +211,7 @@ fn out_of_bounds(format: &'static str, param: &'static str, value: String, range
 
 /// Standard base64 without padding, tolerant of non-zero trailing bits as the Python, Java and Go
 /// decoders that wrote these hashes are.
-const LENIENT_STANDARD: GeneralPurpose = GeneralPurpose::new(
+pub(crate) const LENIENT_STANDARD: GeneralPurpose = GeneralPurpose::new(
     &alphabet::STANDARD,
     GeneralPurposeConfig::new()
         .with_decode_padding_mode(DecodePaddingMode::RequireNone)

@@ -21,6 +21,10 @@ use super::hash::{self, HashError};
 use super::sink::{Candidate, Sink, key};
 use super::{Error, Options, Summary, file_len, progress_bar};
 
+/// The longest line read (Auth0 caps a user's metadata at 16 MB): a file without line breaks
+/// is refused rather than read into memory whole.
+const MAX_LINE: u64 = 32 << 20;
+
 /// A line of the user export.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -37,13 +41,9 @@ struct A0User {
     phone_number: Option<String>,
     phone_verified: Option<bool>,
     blocked: Option<bool>,
-    user_metadata: Option<Metadata>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Metadata {
-    locale: Option<String>,
+    /// Free-form, often edited by the users themselves: read as any JSON, so that a value of
+    /// an unexpected type stops nothing (only a string `locale` is used).
+    user_metadata: Option<serde_json::Value>,
 }
 
 /// A line of the password export.
@@ -261,7 +261,8 @@ fn convert(
     {
         sink.notice(&label, &format!("signed in with {provider} at Auth0, imported without password"));
     }
-    let locale = u.locale.or_else(|| u.user_metadata.and_then(|m| m.locale)).unwrap_or_default();
+    let metadata_locale = || u.user_metadata.as_ref()?.get("locale")?.as_str().map(str::to_string);
+    let locale = u.locale.clone().or_else(metadata_locale).unwrap_or_default();
     sink.accept(Candidate {
         label,
         user_id,
@@ -296,8 +297,11 @@ fn for_each_line<T: DeserializeOwned>(
     loop {
         line.clear();
         number += 1;
-        match reader.read_line(&mut line) {
+        match std::io::Read::take(&mut reader, MAX_LINE + 1).read_line(&mut line) {
             Ok(0) => return Ok(()),
+            Ok(n) if n as u64 > MAX_LINE => {
+                return Err(at(number, format!("longer than {} MiB; no user record is", MAX_LINE >> 20)));
+            }
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
                 return Err(at(number, "not UTF-8 text".into()));

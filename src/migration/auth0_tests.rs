@@ -271,6 +271,13 @@ fn malformed_lines_are_reported_with_their_number() {
             "f.ndjson, line 1: a JSON document over several lines; the export must have one JSON object per line (NDJSON)",
         ),
         (dir.path().join("none.ndjson"), "none.ndjson: No such file or directory"),
+        (
+            write(
+                "g.ndjson",
+                format!("{good}\n{{\"user_id\":\"auth0|2\",\"email\":\"{}\"}}\n", "x".repeat(33 << 20)).as_bytes(),
+            ),
+            "g.ndjson, line 2: longer than 32 MiB; no user record is",
+        ),
     ];
     for (path, expected) in cases {
         let err = run(&o, &path, None, None).unwrap_err().to_string();
@@ -300,4 +307,26 @@ fn users_without_email_need_a_domain() {
     assert!(err.starts_with("1 user(s) have no usable e-mail address"), "{err}");
     assert!(err.ends_with("Users: jo"), "{err}");
     assert!(!o.output.exists());
+}
+
+/// `user_metadata` is the users' own to edit: a value of an unexpected type stops nothing, a
+/// string `locale` in it is still read.
+#[test]
+fn user_metadata_of_any_shape_is_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = options(&dir);
+    let file = ndjson(
+        &dir,
+        "users.ndjson",
+        &[
+            json!({"user_id": "auth0|1", "email": "a@example.com", "user_metadata": {"locale": {"lang": "de"}}}),
+            json!({"user_id": "auth0|2", "email": "b@example.com", "user_metadata": ["x", 1]}),
+            json!({"user_id": "auth0|3", "email": "c@example.com", "user_metadata": {"locale": "de-CH", "n": 2}}),
+        ],
+    );
+    run(&o, &file, None, None).unwrap();
+    let all = users(&o);
+    assert!(user(&all, "auth0|1")["user"]["profile"].get("preferredLanguage").is_none());
+    assert!(user(&all, "auth0|2")["user"]["profile"].get("preferredLanguage").is_none());
+    assert_eq!(user(&all, "auth0|3")["user"]["profile"]["preferredLanguage"], "de");
 }

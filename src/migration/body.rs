@@ -148,7 +148,12 @@ impl BodyWriter {
             _ => PathBuf::from("."),
         };
         let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
-        let file = File::options().write(true).create_new(true).open(&tmp).map_err(|e| Error::Io {
+        // The body holds every password hash and OTP secret: readable by its owner alone.
+        let mut options = File::options();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(&tmp).map_err(|e| Error::Io {
             path: dest.to_path_buf(),
             source: std::io::Error::new(e.kind(), format!("cannot write the output: {e}")),
         })?;
@@ -292,6 +297,13 @@ mod tests {
         let text = std::fs::read_to_string(&dest).unwrap();
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(left.len(), 1, "only the body is left in the directory");
+        // Password hashes and OTP secrets: for the owner's eyes only.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&dest).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{mode:o}");
+        }
         (dir, text)
     }
 

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
+use base64::engine::general_purpose::STANDARD_NO_PAD;
 use data_encoding::BASE32_NOPAD;
 use serde_json::Value;
 
@@ -161,9 +161,11 @@ fn positive(iterations: i64) -> Result<u32, HashError> {
         .ok_or_else(|| HashError::Malformed(format!("hashIterations {iterations} is not positive")))
 }
 
-/// Standard base64, padded or not; URL-safe and other alphabets are refused.
+/// Standard base64, padded or not, with trailing bits as Java's decoder (which wrote it) and
+/// the import's take them; URL-safe and other alphabets are refused.
 fn decode_b64(what: &str, s: &str) -> Result<Vec<u8>, HashError> {
-    let bytes = if s.ends_with('=') { STANDARD.decode(s) } else { STANDARD_NO_PAD.decode(s) };
+    let bytes =
+        crate::crypto::hashes::LENIENT_STANDARD.decode(s.strip_suffix("==").or(s.strip_suffix('=')).unwrap_or(s));
     match bytes {
         Ok(b) if !b.is_empty() => Ok(b),
         _ => Err(HashError::Malformed(format!("the {what} is not standard base64"))),

@@ -231,7 +231,7 @@ fn convert(u: KcUser, sink: &mut Sink<'_>) -> Result<(), Error> {
         credential::Otp::None => None,
         credential::Otp::Code { code, more } => {
             if more {
-                sink.notice(&label, "several OTP devices, the first imported");
+                sink.notice(&label, "several OTP devices, one imported");
             }
             Some(code)
         }

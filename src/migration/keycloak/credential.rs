@@ -63,7 +63,7 @@ pub enum Password {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Otp {
     None,
-    /// The base32 secret; `more` when the user has further OTP devices.
+    /// The base32 secret; `more` when the user has further OTP devices (portable or not).
     Code {
         code: String,
         more: bool,
@@ -95,7 +95,7 @@ pub fn otp(credentials: &[KcCredential]) -> Otp {
         }
     }
     match (found, refused) {
-        (Some(code), _) => Otp::Code { code, more },
+        (Some(code), refused) => Otp::Code { code, more: more || refused.is_some() },
         (None, Some(why)) => Otp::NotPortable(why),
         (None, None) => Otp::None,
     }

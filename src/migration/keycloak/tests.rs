@@ -214,21 +214,27 @@ fn otp_credentials_in_both_layouts() {
             otp10("x", r#"{"subType":"totp","digits":8,"period":30,"algorithm":"HmacSHA1"}"#)]},
         {"username": "sha256", "email": "e@example.com", "credentials": [
             otp10("x", r#"{"subType":"totp","digits":6,"period":30,"algorithm":"HmacSHA256"}"#)]},
+        // A device the import cannot take before one it can: the second is imported, and the
+        // summary says the user had more.
+        {"username": "mixed", "email": "f@example.com", "credentials": [
+            otp10("x", r#"{"subType":"totp","digits":8,"period":30,"algorithm":"HmacSHA1"}"#),
+            otp10("12345678901234567890", r#"{"subType":"totp","digits":6,"counter":0,"period":30,"algorithm":"HmacSHA1"}"#)]},
     ]));
     let summary = run(&o, &write_realm(&dir, &realm), None).unwrap();
     let all = users(&body(&o));
     let rfc = "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ";
     assert_eq!(user(&all, "flat")["user"]["otpCode"], rfc);
     assert_eq!(user(&all, "ten")["user"]["otpCode"], rfc);
+    assert_eq!(user(&all, "mixed")["user"]["otpCode"], rfc);
     for name in ["hotp", "eight", "sha256"] {
         assert!(user(&all, name)["user"].get("otpCode").is_none(), "{name}");
     }
     let n = &summary.notices;
-    assert_eq!(n.count("several OTP devices, the first imported"), 1);
+    assert_eq!(n.count("several OTP devices, one imported"), 2);
     assert_eq!(n.count("OTP not imported: hotp (counter-based) codes"), 1);
     assert_eq!(n.count("OTP not imported: 8-digit codes"), 1);
     assert_eq!(n.count("OTP not imported: algorithm HmacSHA256"), 1);
-    assert_eq!(summary.with_otp, 2);
+    assert_eq!(summary.with_otp, 3);
 }
 
 #[test]
