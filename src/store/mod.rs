@@ -122,19 +122,22 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
-/// Database error codes that mean "the database is going away or not there yet", not "this
-/// statement is wrong": PostgreSQL's connection exceptions (class 08), operator intervention
-/// (57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, e.g. while starting),
-/// too many connections (53300), a transaction PostgreSQL rolled back to break a deadlock
-/// (40P01) or a serialization failure (40001), and SQLite's busy/locked (5, 6 and their extended codes; SQLite codes are
-/// numbers shorter than PostgreSQL's five-character SQLSTATEs). A
-/// request that meets one is answered 503, which clients retry, never 500.
+/// Database error codes that mean "the database is going away, not there yet or out of room",
+/// not "this statement is wrong": PostgreSQL's connection exceptions (class 08), operator
+/// intervention (57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, e.g.
+/// while starting), insufficient resources (class 53: disk full, out of memory, too many
+/// connections), a transaction PostgreSQL rolled back to break a deadlock (40P01) or a
+/// serialization failure (40001); SQLite's busy and locked (5, 6), out of memory (7), a file
+/// it may not or can no longer write (8 read-only, 10 I/O error, 14 cannot open) and a full
+/// disk (13), with their extended codes (SQLite codes are numbers shorter than PostgreSQL's
+/// five-character SQLSTATEs). A request that meets one is answered 503, which clients retry,
+/// never 500, and the log says the store is unavailable.
 fn is_transient(code: &str) -> bool {
     is_connection_lost(code)
-        || code == "53300"
+        || code.starts_with("53")
         || code == "40P01"
         || code == "40001"
-        || (code.len() < 5 && matches!(code.parse::<u32>().map(|c| c & 0xff), Ok(5 | 6)))
+        || (code.len() < 5 && matches!(code.parse::<u32>().map(|c| c & 0xff), Ok(5 | 6 | 7 | 8 | 10 | 13 | 14)))
 }
 
 /// PostgreSQL error codes that may mean the connection itself is gone: the pool checks its
@@ -258,6 +261,7 @@ impl Db {
         let url = match backend {
             Backend::Sqlite => {
                 sqlite_busy::install();
+                sqlite_busy::long_waiters(max_connections);
                 prepare_sqlite_url(url)?
             }
             Backend::Postgres => url.to_string(),
@@ -380,10 +384,14 @@ mod tests {
 
     #[test]
     fn connection_loss_is_transient_and_statement_errors_are_not() {
-        for code in ["08006", "08003", "57P01", "57P02", "57P03", "53300", "40P01", "40001", "5", "517", "6", "262"] {
+        let transient = ["08006", "08003", "57P01", "57P02", "57P03", "53300", "53100", "53200", "40P01", "40001"];
+        // SQLite: busy, locked, out of memory, read-only (1032: the file was moved), I/O
+        // errors (266: a read), full, cannot open.
+        let sqlite = ["5", "517", "6", "262", "7", "8", "1032", "10", "266", "13", "14"];
+        for code in transient.into_iter().chain(sqlite) {
             assert!(is_transient(code), "{code}");
         }
-        for code in ["23505", "23502", "42P01", "42601", "22001", "40002", "19", "2067", "1"] {
+        for code in ["23505", "23502", "42P01", "42601", "22001", "40002", "19", "2067", "1", "11", "26"] {
             assert!(!is_transient(code), "{code}");
         }
     }

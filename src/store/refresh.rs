@@ -60,10 +60,11 @@ pub async fn get(c: &mut Conn, token_hash: &[u8]) -> Result<Option<RefreshRow>> 
 /// update's count on this connection). Each is its own transaction: a transaction around both
 /// would have to be ended by a third statement that an error in the second skips, leaving the
 /// pooled connection inside it, and one held across hops made refresh 40% slower with a p99 of
-/// 166 ms. If the second failed, the token would be used up without a successor (the client
-/// signs in again); nothing is issued on a half A revocation of the chain that lands between the two
-/// (another connection's [`revoke_grant`]) leaves no successor: the insert copies only a token
-/// that is not revoked.
+/// 166 ms. If the second failed alone (its wait for the write lock over 5 s behind a long
+/// write, a full disk, the request dropped between the two), the token is used up without a
+/// successor: nothing is issued, and the client's retry counts as reuse (it signs in again). A
+/// revocation of the chain that lands between the two (another connection's [`revoke_grant`])
+/// leaves no successor: the insert copies only a token that is not revoked.
 ///
 /// A token rotated after `reuse_after` (a second; `i64::MAX` for never) counts as live: it
 /// rotates again, keeping the second of its first rotation, and its earlier successor stays

@@ -44,6 +44,11 @@
 //! a second, while the log grew by tens of megabytes.) After a restart, `journal_size_limit`
 //! ([`LOG_LIMIT`]) gives back the disk space of a log that had grown past it.
 //!
+//! A writer that waits longer than [`LONG_WAIT`] waits for a long transaction (an import), and
+//! each keeps a pooled connection while it waits: only half the pool may wait so (see
+//! [`long_waiters`]); the next writer gives up at once with a 503, and the rest of the pool stays
+//! for the reads.
+//!
 //! sqlx does not hand out the raw handle of a connection in a pool of `Any` connections, so the
 //! hooks are installed through SQLite itself: [`install`] registers an auto-extension that gives
 //! every new connection the SQL function `latch_busy_wait()`, and [`ENABLE`] (run when a
@@ -67,6 +72,50 @@ pub const GIVE_UP: Duration = Duration::from_secs(5);
 
 /// The longest a waiter sleeps between two tries.
 pub const MAX_PAUSE: Duration = Duration::from_millis(1);
+
+/// A writer that has waited this long waits for a long transaction (an import, a dry run, the
+/// deletion of an application with many tokens), not for other requests' writes (which hold the
+/// lock for microseconds, a restarting checkpoint for at most [`RESTART_WAIT_MAX`]). Only
+/// [`long_waiters`] such writers wait on at once; the next gives up (503) instead of keeping a
+/// pooled connection for up to [`GIVE_UP`], so that waiting writers never take every connection
+/// from the reads (the login pages, `/readyz`, the revocation poll).
+pub const LONG_WAIT: Duration = Duration::from_secs(1);
+
+/// How many writers may wait longer than [`LONG_WAIT`] at once (set from the pool's size).
+static LONG_WAITERS: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// Writers let past [`LONG_WAIT`] whose wait has not ended yet (it ends when they give up,
+/// commit, wait again, or their connection's thread ends).
+static LONG_ADMITTED: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether the current wait of this thread's connection was let past [`LONG_WAIT`]; a thread
+/// that ends (its connection closed) gives its place back.
+struct Admission(Cell<bool>);
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        if self.0.get() {
+            LONG_ADMITTED.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Ends this thread's admission past [`LONG_WAIT`], if it has one.
+fn end_admission() {
+    let _ = ADMITTED.try_with(|a| {
+        if a.0.replace(false) {
+            LONG_ADMITTED.fetch_sub(1, Ordering::SeqCst);
+        }
+    });
+}
+
+/// Counter of writers that gave up at [`LONG_WAIT`] because enough others were waiting.
+pub const TURNED_AWAY_METRIC: &str = "latch_sqlite_writers_turned_away_total";
+
+/// Lets half the connections of a pool of `pool_size` (at least one) wait for a long
+/// transaction; the others stay for the reads.
+pub fn long_waiters(pool_size: u32) {
+    LONG_WAITERS.store((pool_size / 2).max(1) as usize, Ordering::SeqCst);
+}
 
 /// SQLite's default auto-checkpoint threshold, kept.
 const CHECKPOINT_PAGES: c_int = 1000;
@@ -190,6 +239,7 @@ thread_local! {
     static WAITED: Cell<Option<Duration>> = const { Cell::new(None) };
     /// Set while this thread's connection runs a restarting checkpoint: how long it waits at most.
     static RESTARTING: Cell<Option<Duration>> = const { Cell::new(None) };
+    static ADMITTED: Admission = const { Admission(Cell::new(false)) };
 }
 
 /// Records the wait in [`WAITED`], if there is one, in [`LOCK_WAIT_METRIC`].
@@ -231,6 +281,7 @@ unsafe extern "C" fn busy(_arg: *mut c_void, count: c_int) -> c_int {
             }
             let seen = commits();
             let _ = WAIT.try_with(|w| w.set((Some(now), seen)));
+            end_admission();
             std::thread::yield_now();
             return 1;
         }
@@ -242,8 +293,19 @@ unsafe extern "C" fn busy(_arg: *mut c_void, count: c_int) -> c_int {
     if waited >= restarting.unwrap_or(GIVE_UP) {
         if restarting.is_none() {
             record_wait();
+            end_admission();
         }
         return 0;
+    }
+    // Past LONG_WAIT, as many writers as allowed wait on; the next gives up.
+    if restarting.is_none() && waited >= LONG_WAIT && ADMITTED.try_with(|a| !a.0.get()).unwrap_or(false) {
+        if LONG_ADMITTED.fetch_add(1, Ordering::SeqCst) >= LONG_WAITERS.load(Ordering::SeqCst) {
+            LONG_ADMITTED.fetch_sub(1, Ordering::SeqCst);
+            record_wait();
+            metrics::counter!(TURNED_AWAY_METRIC).increment(1);
+            return 0;
+        }
+        let _ = ADMITTED.try_with(|a| a.0.set(true));
     }
     let seen = wait_for_commit(seen, MAX_PAUSE);
     let _ = WAIT.try_with(|w| w.set((Some(since), seen)));
@@ -256,6 +318,7 @@ unsafe extern "C" fn busy(_arg: *mut c_void, count: c_int) -> c_int {
 unsafe extern "C" fn committed(arg: *mut c_void, db: *mut ffi::sqlite3, name: *const c_char, pages: c_int) -> c_int {
     COMMITS.fetch_add(1, Ordering::SeqCst);
     record_wait();
+    end_admission();
     if WAITERS.load(Ordering::SeqCst) > 0 {
         // Taken so that a waiter between its check and its sleep is not passed by.
         drop(LOCK.lock().unwrap_or_else(|e| e.into_inner()));

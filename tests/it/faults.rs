@@ -532,6 +532,55 @@ async fn sqlite_writers_wait_for_the_lock_and_give_up_in_time() {
     holder.rollback().await.unwrap();
 }
 
+/// Writers waiting for a long transaction (an import) keep at most half the pool: the next one
+/// gives up after `LONG_WAIT` (a 503) instead of holding its connection for `GIVE_UP`, so the
+/// reads (login pages, /readyz, the revocation poll) still get a connection; when the
+/// transaction ends, the writers let past go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_writers_waiting_for_a_long_transaction_leave_connections_for_reads() {
+    use latch::store::{StoreError, sqlite_busy};
+    let dir = tempfile::tempdir().unwrap();
+    let db = scratch_sqlite(&dir, "long.db", 4, "CREATE TABLE t (x INTEGER NOT NULL)").await;
+    let mut holder = db.begin().await.unwrap();
+    sqlx::query("INSERT INTO t (x) VALUES (0)").execute(&mut *holder).await.unwrap();
+    // The pool's other three connections, each a writer: two (half of four) may wait on.
+    let started = Instant::now();
+    let writers: Vec<_> = (1..=3i64)
+        .map(|i| {
+            let db = db.clone();
+            tokio::spawn(async move {
+                let mut c = db.conn().await.unwrap();
+                let r = sqlx::query("INSERT INTO t (x) VALUES ($1)").bind(i).execute(&mut *c).await;
+                (r.map(|_| ()).map_err(StoreError::from), started.elapsed())
+            })
+        })
+        .collect();
+    tokio::time::sleep(sqlite_busy::LONG_WAIT + Duration::from_millis(500)).await;
+    let read = tokio::time::timeout(Duration::from_secs(1), async {
+        let mut c = db.conn().await.unwrap();
+        sqlx::query_as::<_, (i64,)>("SELECT COUNT(*) FROM t").fetch_one(&mut *c).await.unwrap()
+    })
+    .await;
+    assert_eq!(read.expect("a read gets a connection while the writers wait"), (0,));
+    holder.commit().await.unwrap();
+    let mut turned_away = 0;
+    for w in writers {
+        let (r, after) = w.await.unwrap();
+        match r {
+            Ok(()) => {}
+            Err(StoreError::Unavailable(_)) => {
+                turned_away += 1;
+                assert!(after < sqlite_busy::GIVE_UP, "turned away at {after:?}");
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    assert_eq!(turned_away, 1, "one writer past the half of the pool gave up");
+    let mut c = db.conn().await.unwrap();
+    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM t").fetch_one(&mut *c).await.unwrap();
+    assert_eq!(n, 3, "the holder's row and the two writers let past");
+}
+
 /// Under writes that never pause, with readers always in the middle of a read (a refresh storm),
 /// no moment comes when the write-ahead log is copied whole and nobody reads from it, so it
 /// never starts over by itself: with passive checkpoints alone it grew to gigabytes during the
