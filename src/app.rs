@@ -7,7 +7,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::extract::Request;
-use axum::http::{HeaderName, HeaderValue, header};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::response::IntoResponse;
 use tokio::net::TcpListener;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -217,16 +218,14 @@ pub fn router(state: AppState) -> Router {
     let protocol = Router::new()
         .merge(oidc::routes())
         .merge(crate::oauth::routes())
-        // The login pages answer a method they do not take with a page (the other routes keep
-        // axum's 405, which leaves their CORS preflights to their own layers).
-        .merge(crate::login::routes().method_not_allowed_fallback(crate::login::pages::method_not_allowed))
+        .merge(crate::login::routes())
         .merge(ops::routes())
         .layer(DefaultBodyLimit::max(crate::oauth::form::MAX_FORM))
         .layer(axum::middleware::from_fn_with_state(body_read_timeout, crate::http::body_deadline));
     Router::new()
         .merge(protocol)
         .merge(api)
-        .fallback(crate::login::pages::not_found)
+        .fallback(crate::refusal::not_found)
         .layer(axum::middleware::from_fn_with_state(state.clone(), crate::limits::per_ip))
         .with_state(state)
         .layer(axum::middleware::from_fn(telemetry::track_requests))
@@ -239,22 +238,18 @@ pub fn router(state: AppState) -> Router {
                 }))
                 .layer(PropagateRequestIdLayer::new(x_request_id))
                 .layer(axum::middleware::from_fn(crate::http::close_if_body_unread))
-                .layer(axum::middleware::from_fn(crate::http::explain_oversized))
+                .layer(axum::middleware::from_fn(crate::refusal::explain))
                 .layer(RequestBodyTimeoutLayer::new(body_read_timeout))
                 .layer(SetResponseHeaderLayer::if_not_present(
                     header::X_CONTENT_TYPE_OPTIONS,
                     HeaderValue::from_static("nosniff"),
                 ))
+                // An empty 500, which `refusal::explain` writes in the route's format.
                 .layer(CatchPanicLayer::custom(|_| {
-                    api::ApiError::internal("a request handler panicked").into_response_boxed()
+                    tracing::error!("a request handler panicked");
+                    StatusCode::INTERNAL_SERVER_ERROR.into_response()
                 })),
         )
-}
-
-impl api::ApiError {
-    fn into_response_boxed(self) -> axum::response::Response {
-        axum::response::IntoResponse::into_response(self)
-    }
 }
 
 /// Serves until `shutdown` resolves, then lets in-flight requests finish (up to the configured

@@ -164,7 +164,7 @@ pub async fn run(state: &AppState) -> Result<Option<FirstStart>, BootstrapError>
         &key::Pat {
             pat_id: new_id(),
             user_id: machine_id.clone(),
-            scopes: vec!["openid".into()],
+            scopes: crate::oauth::scope::pat_scopes(),
             expires_at: None,
             created_at: now,
         },

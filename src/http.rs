@@ -108,41 +108,6 @@ impl Connections {
     }
 }
 
-/// Middleware: the 413 that axum's body extractors answer in plain text becomes the error of
-/// the endpoint's own format (OAuth JSON on the protocol endpoints, the error page on the login
-/// pages; the APIs report it themselves).
-pub async fn explain_oversized(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
-    use axum::http::{StatusCode, header};
-    use axum::response::IntoResponse;
-    let path = req.uri().path();
-    let login = path.starts_with("/ui/");
-    let protocol = path.starts_with("/oauth/") || path.starts_with("/oidc/");
-    // Only the login pages need the language and the request id, and only when refusing.
-    let page = login
-        .then(|| (crate::login::i18n::choose(&[], req.headers()), req.headers().get(crate::app::REQUEST_ID).cloned()));
-    let r = next.run(req).await;
-    let plain = r
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/plain"));
-    if r.status() != StatusCode::PAYLOAD_TOO_LARGE || !plain {
-        return r;
-    }
-    if protocol {
-        let mut r = crate::oauth::error::OAuthError::invalid_request("the request body is too large").into_response();
-        *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
-        return r;
-    }
-    match page {
-        Some((t, id)) => {
-            let id = id.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("");
-            crate::login::pages::error_page(t, StatusCode::PAYLOAD_TOO_LARGE, t.err_too_large, id)
-        }
-        None => r,
-    }
-}
-
 /// Middleware: a response that goes out before its request's body was read to the end (a body
 /// refused as too large, a request refused before its body mattered) says `Connection: close`.
 /// hyper stops reading such a connection and closes it after the response; without the header

@@ -28,6 +28,7 @@ pub mod oauth;
 pub mod oidc;
 pub mod ops;
 pub mod paths;
+pub mod refusal;
 pub mod revocations;
 pub mod store;
 pub mod sweep;

@@ -312,6 +312,15 @@ impl Config {
                 self.external_url
             )));
         }
+        // latch serves from the root of its host: its redirects, forms and pages name absolute
+        // paths, which a prefix stripped by a proxy would break.
+        if issuer_url.path() != "/" {
+            return Err(err(format!(
+                "external_url (LATCH_EXTERNAL_URL): '{}' has a path; latch is served from the root of its host \
+                 (give it a host name of its own)",
+                self.external_url
+            )));
+        }
         let issuer = issuer_url.as_str().trim_end_matches('/').to_string();
         let listen: SocketAddr = self.listen.trim().parse().map_err(|_| {
             err(format!("listen (LATCH_LISTEN): '{}' is not an address like 127.0.0.1:8080", self.listen))

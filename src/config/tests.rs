@@ -56,6 +56,17 @@ fn errors_quote_no_secret() {
 }
 
 #[test]
+fn an_external_url_with_a_path_is_refused() {
+    for url in ["https://example.com/auth", "https://example.com/auth/", "http://localhost:8080/x"] {
+        let e = env(&[("LATCH_EXTERNAL_URL", url)]);
+        let msg = Config::load(None, &e).unwrap().validate().unwrap_err().to_string();
+        assert!(msg.contains("LATCH_EXTERNAL_URL") && msg.contains("path"), "{msg}");
+    }
+    let e = env(&[("LATCH_EXTERNAL_URL", "https://id.example.com:8443")]);
+    assert_eq!(Config::load(None, &e).unwrap().validate().unwrap().issuer, "https://id.example.com:8443");
+}
+
+#[test]
 fn bad_values_name_the_setting() {
     let e = env(&[("LATCH_LISTEN", "nonsense")]);
     let msg = Config::load(None, &e).unwrap().validate().unwrap_err().to_string();

@@ -207,23 +207,6 @@ pub fn render<T: Template>(t: &Texts, status: StatusCode, page: &T, form_action:
     }
 }
 
-/// A path under `/ui/` that names no page: a page in the person's language (Accept-Language;
-/// the API's JSON answers every other unknown path).
-pub async fn not_found(headers: axum::http::HeaderMap, uri: axum::http::Uri) -> Response {
-    if uri.path().starts_with("/ui/") {
-        let t = super::i18n::choose(&[], &headers);
-        return error_page(t, StatusCode::NOT_FOUND, t.err_no_page, "");
-    }
-    crate::api::error::not_found().await.into_response()
-}
-
-/// A login page asked with a method it does not take (a POST-only step opened from the address
-/// bar): a page in the person's language.
-pub async fn method_not_allowed(headers: axum::http::HeaderMap) -> Response {
-    let t = super::i18n::choose(&[], &headers);
-    error_page(t, StatusCode::METHOD_NOT_ALLOWED, t.err_wrong_method, "")
-}
-
 /// The error page, showing the request id the user can quote.
 pub fn error_page(t: &Texts, status: StatusCode, message: &str, request_id: &str) -> Response {
     let view = ErrorView { t, message, request_id };

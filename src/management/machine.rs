@@ -548,7 +548,7 @@ pub async fn add_pat(
         &Pat {
             pat_id: token_id.clone(),
             user_id: user_id.clone(),
-            scopes: vec!["openid".into()],
+            scopes: crate::oauth::scope::pat_scopes(),
             expires_at,
             created_at: now,
         },

@@ -14,7 +14,7 @@ use super::access::{self, Access};
 use super::client_auth::{self, Method};
 use super::error::{OAuthError, OAuthResult, no_store};
 use super::form::Form;
-use super::scope::{CLAIM_PROJECT_ROLES, Scopes};
+use super::scope::Scopes;
 use crate::app::AppState;
 use crate::oidc::claims::{self, Subject};
 use crate::paths;
@@ -50,12 +50,15 @@ async fn introspect(state: &AppState, headers: &HeaderMap, body: &[u8]) -> OAuth
     let mut c = state.db.lazy();
     let issuer = &state.settings.issuer;
     let endpoint = format!("{issuer}{}", paths::INTROSPECT);
+    // A client assertion names the issuer, this endpoint or, as OIDC Core 9 has every client
+    // assertion name it, the token endpoint.
+    let token_endpoint = format!("{issuer}{}", paths::TOKEN);
     let caller = client_auth::any_app(
         &state.cache,
         &mut c,
         &presented,
         &[Method::Basic, Method::PrivateKeyJwt],
-        &[issuer, &endpoint],
+        &[issuer, &endpoint, &token_endpoint],
         now,
     )
     .await
@@ -84,7 +87,10 @@ async fn response(state: &AppState, c: &mut impl Source, a: &Access, caller: &Ap
         }
     }
     m.insert("aud".into(), Value::from(aud));
-    m.insert("client_id".into(), cl.client_id.clone().into());
+    // A personal access token was issued to no client.
+    if !cl.client_id.is_empty() {
+        m.insert("client_id".into(), cl.client_id.clone().into());
+    }
     if cl.exp != i64::MAX {
         m.insert("exp".into(), cl.exp.into());
     }
@@ -114,7 +120,7 @@ async fn response(state: &AppState, c: &mut impl Source, a: &Access, caller: &Ap
     if let Some(p) = state.cache.project(c, &caller.project_id).await?
         && let Some(roles) = claims::role_claim(c, &a.user.user_id, &p.project_id, &scopes, p.role_assertion).await?
     {
-        m.insert(CLAIM_PROJECT_ROLES.into(), roles);
+        super::scope::insert_role_claims(&mut m, &p.project_id, roles);
     }
     Ok(m)
 }

@@ -150,7 +150,7 @@ pub async fn access_claims(
         )
         .await?
         {
-            extra.insert(super::scope::CLAIM_PROJECT_ROLES.to_string(), roles);
+            super::scope::insert_role_claims(&mut extra, &g.project_id, roles);
         }
         claims::org_claims(&g.subject, &g.scopes, &mut extra);
     }
@@ -260,7 +260,7 @@ pub async fn id_claims(
     )
     .await?
     {
-        m.insert(super::scope::CLAIM_PROJECT_ROLES.to_string(), roles);
+        super::scope::insert_role_claims(&mut m, &g.project_id, roles);
     }
     if let Some(act) = &g.act {
         m.insert("act".into(), act.clone());

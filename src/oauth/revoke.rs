@@ -43,16 +43,21 @@ async fn revoke(state: &AppState, headers: &HeaderMap, body: &[u8]) -> OAuthResu
     let mut c = state.db.conn().await?;
     let issuer = &state.settings.issuer;
     let endpoint = format!("{issuer}{}", paths::REVOKE);
+    // A client assertion names the issuer, this endpoint or, as OIDC Core 9 has every client
+    // assertion name it, the token endpoint.
+    let token_endpoint = format!("{issuer}{}", paths::TOKEN);
     // An application, or a machine user revoking the tokens of its client_credentials grants
     // (their client_id is its user name).
-    let caller_id = match client_auth::any_app(&state.cache, &mut c, &presented, &ALL, &[issuer, &endpoint], now).await
-    {
-        Ok(app) => app.client_id,
-        Err(e) => match super::token::client_credentials::authenticated_machine(state, &mut c, &presented).await? {
-            Some(u) => u.username,
-            None => return Err(e),
-        },
-    };
+    let caller_id =
+        match client_auth::any_app(&state.cache, &mut c, &presented, &ALL, &[issuer, &endpoint, &token_endpoint], now)
+            .await
+        {
+            Ok(app) => app.client_id,
+            Err(e) => match super::token::client_credentials::authenticated_machine(state, &mut c, &presented).await? {
+                Some(u) => u.username,
+                None => return Err(e),
+            },
+        };
     state.limits.client_as(&caller_id, presented.method)?;
     let not_yours = || OAuthError::new(ErrorCode::UnauthorizedClient, "the token was issued to another client");
     // The hint decides the order of the search, not its outcome.

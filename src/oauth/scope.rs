@@ -12,6 +12,24 @@ pub const ORG_DOMAIN_PREFIX: &str = "urn:service:iam:org:domain:primary:";
 /// The role claim: `{role: {orgId: primaryDomain}}`.
 pub const CLAIM_PROJECT_ROLES: &str = "urn:service:iam:org:project:roles";
 
+/// Puts the role claim `roles` of `project_id` into `claims` under both names ZITADEL asserts
+/// it with: `urn:service:iam:org:project:roles` and the project's own
+/// `urn:service:iam:org:project:{projectId}:roles`.
+pub fn insert_role_claims(
+    claims: &mut serde_json::Map<String, serde_json::Value>,
+    project_id: &str,
+    roles: serde_json::Value,
+) {
+    claims.insert(format!("urn:service:iam:org:project:{project_id}:roles"), roles.clone());
+    claims.insert(CLAIM_PROJECT_ROLES.to_string(), roles);
+}
+
+/// The scopes of a personal access token, as ZITADEL gives them (but its metadata scope, as latch
+/// keeps no user metadata): introspection and userinfo answer with the user's organization.
+pub fn pat_scopes() -> Vec<String> {
+    vec!["openid".into(), RESOURCE_OWNER.into()]
+}
+
 const STANDARD: [&str; 6] = ["openid", "profile", "email", "phone", "address", "offline_access"];
 
 /// A scope latch understands (others are dropped from requests).

@@ -62,6 +62,7 @@ pub fn document(issuer: &str, features: &Features) -> serde_json::Value {
             "phone_number", "phone_number_verified", "sid"
         ],
         "code_challenge_methods_supported": ["S256"],
+        "prompt_values_supported": ["none", "login", "consent", "select_account", "create"],
         "ui_locales_supported": ["en", "de"],
         "request_parameter_supported": false,
         "request_uri_parameter_supported": false,

@@ -25,6 +25,7 @@ use crate::store::{Conn, refresh, revocation, session};
 
 #[derive(Deserialize)]
 struct HintClaims {
+    iss: String,
     sub: String,
     #[serde(default)]
     sid: Option<String>,
@@ -98,7 +99,10 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
     // relying party's session lasted longer) cannot be checked: it counts as no hint, so the
     // person is asked, rather than kept signed in by an error page.
     // A key another replica activated since this one's last reload is learnt first.
-    let verify = |h: &str| state.tokens.verify_id_token::<HintClaims>(h);
+    // It must name latch's issuer: one of an issuer latch had before a change of its external
+    // URL is another's.
+    let issuer = &state.settings.issuer;
+    let verify = |h: &str| state.tokens.verify_id_token::<HintClaims>(h).filter(|c| &c.iss == issuer);
     let hint = match hint {
         Some(h) => match verify(h) {
             Some(c) => Some(c),
@@ -190,6 +194,9 @@ pub async fn end_sessions(
     user_id: Option<&str>,
 ) -> crate::store::Result<usize> {
     let now = state.clock.now();
+    // A sign-in this browser left half-way (the password checked, a required change or a
+    // second factor still to come) ends too, whether or not a session came of it yet.
+    crate::store::auth_request::forget_browser(c, ua_key, user_id).await?;
     // The sessions' tokens are revoked before the sessions are deleted: a failure part-way
     // leaves the sessions in place, so that the logout can be repeated.
     let before: Vec<String> = session::of_browser(c, ua_key, i64::MIN)

@@ -13,7 +13,7 @@ use super::claims::{self, Subject};
 use crate::app::AppState;
 use crate::oauth::access;
 use crate::oauth::error::no_store;
-use crate::oauth::scope::{CLAIM_PROJECT_ROLES, Scopes};
+use crate::oauth::scope::Scopes;
 
 fn challenge(status: StatusCode, value: &'static str, error: Option<(&str, &str)>) -> Response {
     let body = match error {
@@ -98,7 +98,7 @@ pub async fn handler(State(state): State<AppState>, method: Method, headers: Hea
             && let Some(roles) =
                 claims::role_claim(&mut c, &a.user.user_id, &p.project_id, &scopes, p.role_assertion).await?
         {
-            m.insert(CLAIM_PROJECT_ROLES.into(), roles);
+            crate::oauth::scope::insert_role_claims(&mut m, &p.project_id, roles);
         }
         Ok::<_, crate::store::StoreError>(Value::Object(m))
     }

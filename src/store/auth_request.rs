@@ -109,3 +109,22 @@ pub async fn delete(c: &mut Conn, id: &str) -> Result<bool> {
     let r = sqlx::query("DELETE FROM auth_request WHERE auth_request_id = $1").bind(id).execute(&mut *c).await?;
     Ok(r.rows_affected() == 1)
 }
+
+/// Removes the browser's pending requests (only those naming `user_id`, when given): a sign-out
+/// leaves no sign-in half-way (a password checked, a change or second factor still to come)
+/// for whoever uses the browser next.
+pub async fn forget_browser(c: &mut Conn, ua_key: &[u8], user_id: Option<&str>) -> Result<u64> {
+    let r = match user_id {
+        Some(u) => {
+            sqlx::query("DELETE FROM auth_request WHERE ua_key = $1 AND user_id = $2")
+                .bind(ua_key.to_vec())
+                .bind(u)
+                .execute(&mut *c)
+                .await?
+        }
+        None => {
+            sqlx::query("DELETE FROM auth_request WHERE ua_key = $1").bind(ua_key.to_vec()).execute(&mut *c).await?
+        }
+    };
+    Ok(r.rows_affected())
+}

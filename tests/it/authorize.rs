@@ -189,6 +189,10 @@ on_both!(errors_redirected_to_the_client, |srv| {
         json!({"name": "spa", "authMethodType": "OIDC_AUTH_METHOD_TYPE_NONE", "appType": "OIDC_APP_TYPE_USER_AGENT"}),
     )
     .await;
+    // Set up for the device flow alone, which the code response type allows in the
+    // configuration: no code it could not redeem.
+    let device_only = json!({"name": "tv", "grantTypes": ["OIDC_GRANT_TYPE_DEVICE_CODE"]});
+    let (device, _, _) = oidc_app(srv, device_only).await;
     let (_, challenge) = pkce();
     let b = Browser::new(srv);
     let base = |c: &'static str| -> Vec<(&'static str, String)> {
@@ -209,6 +213,7 @@ on_both!(errors_redirected_to_the_client, |srv| {
         (client_id.clone(), base("token"), "unsupported_response_type"),
         (client_id.clone(), base("code id_token"), "unsupported_response_type"),
         (client_id.clone(), base("id_token"), "unauthorized_client"),
+        (device.clone(), base("code"), "unauthorized_client"),
         (
             client_id.clone(),
             vec![

@@ -103,6 +103,9 @@ on_both!(config_op_discovery_endpoint_verification, |srv| {
     assert!(has("grant_types_supported", "authorization_code"));
     assert!(d["claims_supported"].as_array().is_some_and(|a| !a.is_empty()));
     assert!(d["code_challenge_methods_supported"].is_array());
+    // OpenID Connect's registration initiation: without `create` listed, a client may take
+    // prompt=create as unsupported.
+    assert!(has("prompt_values_supported", "create") && has("prompt_values_supported", "select_account"));
     for s in d["scopes_supported"].as_array().unwrap() {
         let s = s.as_str().unwrap();
         assert!(!s.is_empty() && s.bytes().all(|b| b > 0x20 && b != b'"' && b != b'\\' && b < 0x7f), "scope {s}");

@@ -814,3 +814,39 @@ on_both!(an_exchange_under_a_held_grant_keeps_its_absolute_expiry, |srv| {
     assert!(r.ok().get("refresh_token").is_none(), "{}", r.body);
     assert!(!r.body["scope"].as_str().unwrap().contains("offline_access"), "{}", r.body);
 });
+
+// Back-Channel Logout 1.0, 2.3: a client that got tokens of a session by exchanging another
+// client's token hears of the session's end, as a client signed in through it does.
+on_both!(a_client_that_exchanged_a_sessions_token_hears_of_its_end, |srv| {
+    let (_, _, project, t) = exchanger_signed_in(srv).await;
+    let subject = t.ok()["access_token"].as_str().unwrap().to_string();
+    let sid = claims(t.body["id_token"].as_str().unwrap())["sid"].as_str().unwrap().to_string();
+    let (uri, mut received) = crate::resource::logout_receiver().await;
+    srv.put("/v2/features/instance", json!({"oidcTokenExchange": true, "enableBackChannelLogout": true})).await.ok();
+    let app = json!({"grantTypes": ["OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"],
+                     "backChannelLogoutUri": uri, "devMode": true});
+    let (sibling, sibling_secret) = sibling_app(srv, &project, &app).await;
+    assert_eq!(srv.count("session_client").await, 0);
+    let form = [("grant_type", TE), ("subject_token", subject.as_str()), ("subject_token_type", AT)];
+    token(srv, Some((&sibling, &sibling_secret)), &form).await.ok();
+    assert_eq!(srv.count("session_client").await, 1, "the exchanging client is noted in the session");
+    // alice signs out in the browser she signed in with.
+    let ended = {
+        let mut c = srv.state.db.conn().await.unwrap();
+        let browser = "SELECT ua_key FROM session WHERE session_id = $1";
+        let (ua_key,): (Vec<u8>,) = sqlx::query_as(browser).bind(&sid).fetch_one(&mut *c).await.unwrap();
+        latch::oidc::end_session::end_sessions(&srv.state, &mut c, &ua_key, None).await.unwrap()
+    };
+    assert_eq!(ended, 1);
+    let body = tokio::time::timeout(std::time::Duration::from_secs(10), received.recv())
+        .await
+        .expect("a logout token within 10 s")
+        .unwrap();
+    let token: String = form_urlencoded::parse(body.as_bytes())
+        .find(|(k, _)| k == "logout_token")
+        .map(|(_, v)| v.into_owned())
+        .expect("logout_token in the form");
+    let c = claims(&token);
+    assert_eq!(c["aud"], sibling.as_str(), "{c}");
+    assert_eq!(c["sid"], sid.as_str(), "{c}");
+});

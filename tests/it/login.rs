@@ -396,6 +396,47 @@ on_both!(a_sign_in_left_half_way_ends_with_the_users_cut_off, |srv| {
     assert_eq!(srv.count("session").await, 1, "dora's only");
 });
 
+on_both!(a_sign_out_ends_a_sign_in_left_half_way, |srv| {
+    // dora stopped at the password change her administrator asked for and then signed out on
+    // the same (shared) computer: whoever opens the page from the history next may not set her
+    // password, nor finish her sign-in.
+    let r = srv
+        .post(
+            "/management/v1/users/human",
+            json!({"userName": "dora", "profile": {"firstName": "Dora", "lastName": "E"},
+                   "email": {"email": "dora@example.com", "isEmailVerified": true}, "initialPassword": "Initial-Pw1"}),
+        )
+        .await;
+    r.ok();
+    let b = Browser::new(srv);
+    let (id, page) = start(srv, &b, &[]).await;
+    let change = b.sign_in(&id, &page, "dora", "Initial-Pw1").await;
+    assert!(change.html.contains("name=\"password_repeat\""), "{}", change.html);
+    // Another browser's sign-in, left at the same step, is not this sign-out's.
+    let other = Browser::new(srv);
+    let (other_id, other_page) = start(srv, &other, &[]).await;
+    let other_change = other.sign_in(&other_id, &other_page, "dora", "Initial-Pw1").await;
+    let out = b.sign_out("/oidc/v1/end_session").await;
+    assert_eq!(out.status, 200, "{}", out.html);
+    let new_password = |csrf: String| {
+        [("csrf", csrf), ("password", "Mine-Passw0rd1".into()), ("password_repeat", "Mine-Passw0rd1".into())]
+    };
+    let fields = new_password(change.csrf());
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = b.post(&format!("/ui/login/{id}/change_password"), &fields).await;
+    assert_eq!(r.status, 400, "{}", r.html);
+    assert!(r.html.contains("expired"), "{}", r.html);
+    assert_eq!(srv.count("session").await, 0);
+    let b2 = Browser::new(srv);
+    let (id2, page2) = start(srv, &b2, &[]).await;
+    let still = b2.sign_in(&id2, &page2, "dora", "Initial-Pw1").await;
+    assert!(still.html.contains("name=\"password_repeat\""), "the password was not changed: {}", still.html);
+    let fields = new_password(other_change.csrf());
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = other.post(&format!("/ui/login/{other_id}/change_password"), &fields).await;
+    assert_eq!(r.status, 303, "{}", r.html);
+});
+
 on_both!(registration_with_email_verification, |srv| {
     let b = Browser::new(srv);
     // Not allowed by default: the login page says so.
@@ -1258,25 +1299,87 @@ async fn registration_with_the_store_unavailable_says_try_again() {
     srv.stop().await;
 }
 
-// A path under /ui/ that names no page, and a login step opened with a method it does not take
-// (a POST-only step from the address bar), are pages in the person's language; the protocol's
-// JSON endpoints and the API keep their own answers.
-on_both!(unknown_pages_and_wrong_methods_are_localized_pages, |srv| {
+// What axum refuses before a handler runs (a path no route takes, a method a route does not
+// take, a path, query or body that cannot be read, a body too large) is answered in the
+// format of the route's family: a page in the person's language on the login pages and the two
+// endpoints a browser opens, OAuth error JSON on the other protocol endpoints, the API's JSON
+// error on the API; headers the route's layers added (CORS, Allow) stay.
+on_both!(refusals_before_a_handler_keep_the_routes_format, |srv| {
     let client = reqwest::Client::new();
-    let get = |path: &str| client.get(srv.url(path)).header("accept-language", "de").send();
-    let r = get("/ui/nowhere").await.unwrap();
-    assert_eq!(r.status(), 404);
-    let html = r.text().await.unwrap();
-    assert!(html.contains("Diese Seite gibt es nicht.") && html.contains("lang=\"de\""), "{html}");
-    let r = get("/ui/login/123/password").await.unwrap();
-    assert_eq!(r.status(), 405);
-    assert!(r.text().await.unwrap().contains("Diese Seite lässt sich so nicht öffnen."));
-    let r = get("/oauth/v2/token").await.unwrap();
-    assert_eq!(r.status(), 405);
-    assert!(r.text().await.unwrap().is_empty(), "the token endpoint's 405 stays bare");
-    let r = get("/management/v1/nowhere").await.unwrap();
+    let send = |method: &str, path: &str| {
+        client
+            .request(method.parse().unwrap(), srv.url(path))
+            .header("accept-language", "de")
+            .header("origin", "https://spa.example")
+            .send()
+    };
+    let page = |r: reqwest::Response, status: u16, text: &'static str| async move {
+        assert_eq!(r.status(), status, "{}", r.url());
+        let ct = r.headers()["content-type"].to_str().unwrap().to_string();
+        assert!(ct.starts_with("text/html"), "{ct}");
+        assert!(r.headers().get("access-control-allow-origin").is_none(), "pages are not for other origins");
+        let html = r.text().await.unwrap();
+        assert!(html.contains(text) && html.contains("lang=\"de\""), "{html}");
+    };
+    let oauth = |r: reqwest::Response, status: u16, words: &'static str| async move {
+        assert_eq!(r.status(), status, "{}", r.url());
+        let headers = r.headers().clone();
+        let body: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(body["error"], "invalid_request", "{body}");
+        assert!(body["error_description"].as_str().unwrap().contains(words), "{body}");
+        headers
+    };
+    page(send("GET", "/ui/nowhere").await.unwrap(), 404, "Diese Seite gibt es nicht.").await;
+    page(send("GET", "/ui").await.unwrap(), 404, "Diese Seite gibt es nicht.").await;
+    page(send("GET", "/ui/login/123/password").await.unwrap(), 405, "Diese Seite lässt sich so nicht öffnen.").await;
+    page(send("PUT", "/oauth/v2/authorize").await.unwrap(), 405, "Diese Seite lässt sich so nicht öffnen.").await;
+    page(send("DELETE", "/oidc/v1/end_session").await.unwrap(), 405, "Diese Seite lässt sich so nicht öffnen.").await;
+    // A path segment that is no UTF-8, a repeated query field.
+    page(send("GET", "/ui/login/%FF").await.unwrap(), 400, "Diese Seite gibt es nicht.").await;
+    page(send("POST", "/ui/login/%FF/password").await.unwrap(), 400, "Formular").await;
+    page(send("GET", "/ui/account/totp?session=a&session=b").await.unwrap(), 400, "Diese Seite gibt es nicht.").await;
+    // The protocol endpoints: OAuth error JSON, with the route's CORS and Allow headers.
+    let h = oauth(send("GET", "/oauth/v2/token").await.unwrap(), 405, "method GET").await;
+    assert_eq!(h["allow"], "POST");
+    assert_eq!(h["access-control-allow-origin"], "https://spa.example");
+    oauth(send("PUT", "/oidc/v1/userinfo").await.unwrap(), 405, "method PUT").await;
+    oauth(send("POST", "/.well-known/openid-configuration").await.unwrap(), 405, "method POST").await;
+    oauth(send("GET", "/oauth/v2/tokens").await.unwrap(), 404, "no such endpoint").await;
+    oauth(send("POST", "/oauth/v2/token/").await.unwrap(), 404, "no such endpoint").await;
+    oauth(send("GET", "/.well-known/oauth-authorization-server").await.unwrap(), 404, "no such endpoint").await;
+    // A body too large for the authorization endpoint, which a browser posts: a page.
+    let big = format!("client_id=x&pad={}", "a".repeat(100 * 1024));
+    let r = client
+        .post(srv.url("/oauth/v2/authorize"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("accept-language", "de")
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    page(r, 413, "Das gesendete Formular war zu groß.").await;
+    // A chunked body that breaks off in a bad chunk: the introspection endpoint answers in
+    // JSON, the password form with a page.
+    for (path, json) in [("/oauth/v2/introspect", true), ("/ui/login/123/password", false)] {
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nhost: latch\r\ncontent-type: application/x-www-form-urlencoded\r\n\
+             transfer-encoding: chunked\r\nconnection: close\r\n\r\nzz\r\n"
+        );
+        let raw = crate::harness::raw_http(&srv.base, head.as_bytes()).await;
+        assert!(raw.starts_with("HTTP/1.1 400"), "{raw}");
+        if json {
+            assert!(raw.contains("application/json") && raw.contains("\"invalid_request\""), "{raw}");
+        } else {
+            assert!(raw.contains("text/html") && raw.contains("lang=\"en\""), "{raw}");
+        }
+    }
+    // The API keeps its own JSON.
+    let r = send("GET", "/management/v1/nowhere").await.unwrap();
     assert_eq!(r.status(), 404);
     assert_eq!(r.json::<serde_json::Value>().await.unwrap()["code"], 5, "the API answers in JSON");
+    let r = send("PUT", "/healthz").await.unwrap();
+    assert_eq!(r.status(), 405);
+    assert_eq!(r.json::<serde_json::Value>().await.unwrap()["code"], 12, "{}", "the API's 405");
 });
 
 // An expired sign-in is said so in the language the request asked for (ui_locales), not only

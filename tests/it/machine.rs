@@ -174,7 +174,32 @@ on_both!(personal_access_tokens, |srv| {
     assert_eq!(me.ok()["org"]["name"], "latch");
     let list = srv.post(&format!("{pats}/_search"), json!({})).await;
     assert_eq!(list.ok()["details"]["totalResult"], "2");
-    assert_eq!(list.body["result"][0]["scopes"], json!(["openid"]));
+    let created =
+        list.body["result"].as_array().unwrap().iter().find(|p| p["id"] == token_id.as_str()).cloned().unwrap();
+    assert_eq!(created["scopes"], json!(["openid", "urn:service:iam:user:resourceowner"]));
+    // An API introspects it: the user's organization comes along (as ZITADEL's token scopes
+    // give it), no client it was issued to, no expiry when it has none.
+    let project =
+        srv.post("/management/v1/projects", json!({"name": "api"})).await.ok()["id"].as_str().unwrap().to_string();
+    let api = srv.post(&format!("/management/v1/projects/{project}/apps/api"), json!({"name": "rs"})).await;
+    let (api_id, api_secret) =
+        (api.ok()["clientId"].as_str().unwrap().to_string(), api.body["clientSecret"].as_str().unwrap().to_string());
+    let never = srv.post(&pats, json!({})).await.ok()["token"].as_str().unwrap().to_string();
+    for (t, expires) in [(&token, true), (&never, false)] {
+        let r = reqwest::Client::new()
+            .post(srv.url("/oauth/v2/introspect"))
+            .basic_auth(&api_id, Some(&api_secret))
+            .form(&[("token", t.as_str())])
+            .send()
+            .await
+            .unwrap();
+        let body: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(body["active"], true, "{body}");
+        assert_eq!(body["sub"], id.as_str());
+        assert!(body["urn:service:iam:user:resourceowner:id"].is_string(), "{body}");
+        assert!(body.get("client_id").is_none(), "{body}");
+        assert_eq!(body.get("exp").is_some(), expires, "{body}");
+    }
     srv.post(&pats, json!({"expirationDate": "1999-01-01T00:00:00Z"})).await.err(400, 3);
 
     // A short-lived token stops working when it expires.

@@ -601,7 +601,7 @@ on_both!(the_sweep_keeps_tables_bounded, |srv| {
 });
 
 /// An application's back-channel logout endpoint: collects the forms posted to it.
-async fn logout_receiver() -> (String, tokio::sync::mpsc::UnboundedReceiver<String>) {
+pub async fn logout_receiver() -> (String, tokio::sync::mpsc::UnboundedReceiver<String>) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let app = axum::Router::new().route(
         "/backchannel",
@@ -1016,4 +1016,42 @@ on_both!(revocations_outlast_tokens_issued_under_longer_lifetimes, |srv| {
         .await
         .unwrap();
     assert!(until >= exp, "the session's revocation ({until}) outlasts its ID token ({exp})");
+});
+
+// An ID token latch signed under another issuer (its external URL before a change, with the
+// same keys) is no hint: not at the authorization endpoint, not at end_session.
+on_both!(a_hint_of_another_issuer_is_refused, |srv| {
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    let (client_id, _, _) = oidc_app(srv, json!({})).await;
+    let n = latch::clock::Clock::now(&*srv.clock);
+    let hint = |iss: &str| {
+        let claims = json!({"iss": iss, "sub": alice, "aud": client_id, "iat": n, "exp": n + 60});
+        srv.state.tokens.sign(None, &claims).unwrap()
+    };
+    let (old, current) = (hint("https://old.example.com"), hint(&srv.base));
+    let b = Browser::new(srv);
+    let authorize = |h: String| {
+        let b = &b;
+        let client_id = client_id.clone();
+        async move {
+            let q = [
+                ("client_id", client_id.as_str()),
+                ("redirect_uri", "https://app.example.com/cb"),
+                ("response_type", "code"),
+                ("scope", "openid"),
+                ("state", "s1"),
+                ("id_token_hint", h.as_str()),
+            ];
+            b.authorize(&q).await
+        }
+    };
+    let (id, page) = authorize(old.clone()).await;
+    assert!(id.is_none());
+    assert_eq!(param(&page.redirect_params(), "error"), Some("invalid_request"), "{:?}", page.location);
+    let (id, _) = authorize(current.clone()).await;
+    assert!(id.is_some(), "the issuer's own hint opens the login page");
+    let r = b.get(&format!("/oidc/v1/end_session?id_token_hint={old}")).await;
+    assert_eq!(r.status, 400, "{}", r.html);
+    let r = b.get(&format!("/oidc/v1/end_session?id_token_hint={current}")).await;
+    assert_eq!(r.status, 200, "{}", r.html);
 });

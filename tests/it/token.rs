@@ -606,6 +606,67 @@ on_both!(a_code_exchanged_after_its_logout_gives_nothing, |srv| {
     assert_eq!(live, 0, "no live refresh token is left");
 });
 
+// Role claims (ZITADEL's claim matrix): a requested role, or every role once the application
+// (ID token, JWT access token) or the project (everywhere) asserts them, under
+// `urn:service:iam:org:project:roles` and the project's own
+// `urn:service:iam:org:project:{projectId}:roles`, shaped `{role: {orgId: primaryDomain}}`; in
+// the ID token, the JWT access token, userinfo and introspection alike.
+on_both!(role_claims_where_requested_or_asserted, |srv| {
+    let (client_id, secret, project) = oidc_app(srv, json!({"accessTokenType": "OIDC_TOKEN_TYPE_JWT"})).await;
+    let secret = secret.unwrap();
+    for key in ["reader", "writer"] {
+        let role = json!({"roleKey": key, "displayName": key});
+        srv.post(&format!("/management/v1/projects/{project}/roles"), role).await.ok();
+    }
+    let alice = human(srv, "alice", "Wonder-land1").await;
+    let grant = json!({"projectId": project, "roleKeys": ["reader", "writer"]});
+    srv.post(&format!("/management/v1/users/{alice}/grants"), grant).await.ok();
+    let org = srv.get("/management/v1/orgs/me").await.ok()["org"].clone();
+    let (org_id, domain) = (org["id"].as_str().unwrap().to_string(), org["primaryDomain"].clone());
+    let general = "urn:service:iam:org:project:roles";
+    let own = format!("urn:service:iam:org:project:{project}:roles");
+    let b = Browser::new(srv);
+    // Every place a token's claims show: ID token, JWT access token, userinfo, introspection.
+    let places = async |scope: &str| -> Vec<Value> {
+        let (code, verifier) = code_for(srv, &b, &client_id, scope).await;
+        let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+        let at = t.ok()["access_token"].as_str().unwrap().to_string();
+        let http = reqwest::Client::new();
+        let userinfo = http.get(srv.url("/oidc/v1/userinfo")).bearer_auth(&at).send().await.unwrap();
+        let userinfo: Value = userinfo.json().await.unwrap();
+        let introspected = http
+            .post(srv.url("/oauth/v2/introspect"))
+            .basic_auth(&client_id, Some(&secret))
+            .form(&[("token", at.as_str())])
+            .send()
+            .await
+            .unwrap();
+        let introspected: Value = introspected.json().await.unwrap();
+        vec![claims(t.body["id_token"].as_str().unwrap()), claims(&at), userinfo, introspected]
+    };
+    let roles = |c: &Value| -> Vec<String> {
+        let mut keys: Vec<String> = c[general].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        keys.sort();
+        assert_eq!(c[general], c[&own], "the project's own claim is the same: {c}");
+        keys
+    };
+    // Requested: that role alone, everywhere.
+    for c in places("openid urn:service:iam:org:project:role:reader").await {
+        assert_eq!(roles(&c), ["reader"], "{c}");
+        assert_eq!(c[general]["reader"][&org_id], domain, "{c}");
+    }
+    // Not requested, not asserted: none.
+    for c in places("openid").await {
+        assert!(roles(&c).is_empty(), "{c}");
+    }
+    // The project asserts its roles: every role, everywhere, without a role scope.
+    let asserted = json!({"name": "roles", "projectRoleAssertion": true});
+    srv.put(&format!("/management/v1/projects/{project}"), asserted).await.ok();
+    for c in places("openid").await {
+        assert_eq!(roles(&c), ["reader", "writer"], "{c}");
+    }
+});
+
 on_both!(a_refresh_that_fails_on_the_servers_side_leaves_its_token_usable, |srv| {
     // The role claim is read after the rotation; a grant whose stored roles cannot be read
     // makes that read fail (a 500), as a store going away would.
@@ -936,7 +997,39 @@ on_both!(private_key_jwt_client_authentication, |srv| {
     let form = |a: &str| exchange_form(&code, &verifier, a);
     let f = form(&assertion);
     let pairs: Vec<(&str, &str)> = f.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    token(srv, None, &pairs).await.ok();
+    let at = token(srv, None, &pairs).await.ok()["access_token"].as_str().unwrap().to_string();
+    // Introspection and revocation take an assertion meant for the token endpoint too (OIDC
+    // Core 9 names its URL as the audience of every client assertion), besides the issuer and
+    // their own URL; not one for another server.
+    let at_endpoint = |path: &'static str, jti: &'static str, aud: String| {
+        let claims = json!({"iss": client_id, "sub": client_id, "aud": aud, "iat": n, "exp": n + 60, "jti": jti});
+        let assertion = sign(&kid, &key, &claims);
+        let body = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs([
+                ("token", at.as_str()),
+                ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+                ("client_assertion", assertion.as_str()),
+            ])
+            .finish();
+        let req = reqwest::Client::new()
+            .post(srv.url(path))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body);
+        async move { req.send().await.unwrap() }
+    };
+    let r = at_endpoint("/oauth/v2/introspect", "i-1", srv.url("/oauth/v2/token")).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.unwrap()["active"], true);
+    let r = at_endpoint("/oauth/v2/introspect", "i-2", srv.url("/oauth/v2/introspect")).await;
+    assert_eq!(r.json::<Value>().await.unwrap()["active"], true);
+    let r = at_endpoint("/oauth/v2/introspect", "i-3", "https://other".into()).await;
+    assert_eq!(r.status(), 401);
+    let r = at_endpoint("/oauth/v2/revoke", "r-1", "https://other".into()).await;
+    assert_eq!(r.status(), 400);
+    let r = at_endpoint("/oauth/v2/revoke", "r-2", srv.url("/oauth/v2/token")).await;
+    assert_eq!(r.status(), 200);
+    let r = at_endpoint("/oauth/v2/introspect", "i-4", srv.base.clone()).await;
+    assert_eq!(r.json::<Value>().await.unwrap()["active"], false, "revoked");
     // Replaying the assertion is refused.
     token(srv, None, &pairs).await.err(400, "invalid_client");
     // Wrong assertion type, foreign audience.

@@ -90,7 +90,9 @@ async fn handle(state: &AppState, headers: &HeaderMap, pairs: Vec<(String, Strin
         Ok(c) => c,
         Err(e) => return unavailable(fallback, headers, e),
     };
-    let (params, client) = match request::check(&state.cache, &mut c, &state.tokens, &pairs).await {
+    let (params, client) = match request::check(&state.cache, &mut c, &state.tokens, &state.settings.issuer, &pairs)
+        .await
+    {
         Ok(ok) => ok,
         Err(Rejection::Page(PageError::Unavailable(e))) => return unavailable(fallback, headers, e),
         Err(Rejection::Page(e)) => {

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::enums::{OidcAuthMethod, OidcResponseType};
+use crate::domain::enums::{OidcAuthMethod, OidcGrantType, OidcResponseType};
 use crate::oauth::client::{self, OidcClient};
 use crate::oauth::error::{ErrorCode, OAuthError};
 use crate::oauth::scope::Scopes;
@@ -169,16 +169,20 @@ fn valid_challenge(c: &str) -> bool {
 
 #[derive(Deserialize)]
 struct HintClaims {
+    iss: String,
     sub: String,
     #[serde(default)]
     aud: serde_json::Value,
 }
 
-/// Checks a request. `tokens` verifies `id_token_hint`s (any published key; expiry ignored).
+/// Checks a request. `tokens` verifies `id_token_hint`s (any published key; expiry ignored),
+/// which must name `issuer` (an issuer latch had before a change of its external URL is
+/// another's).
 pub async fn check(
     cache: &crate::cache::ConfigCache,
     c: &mut Conn,
     tokens: &TokenService,
+    issuer: &str,
     raw: &[(String, String)],
 ) -> Result<(AuthParams, OidcClient), Rejection> {
     let client_id =
@@ -192,7 +196,8 @@ pub async fn check(
     if let Ok(Some(hint)) = Raw(raw).one("id_token_hint") {
         tokens.learn_signer(hint).await;
     }
-    let params = check_for_client(client_id, &client, raw, &|hint| tokens.verify_id_token(hint))?;
+    let verify = |hint: &str| tokens.verify_id_token::<HintClaims>(hint).filter(|h| h.iss == issuer);
+    let params = check_for_client(client_id, &client, raw, &verify)?;
     Ok((params, client))
 }
 
@@ -204,6 +209,7 @@ fn offline_client() -> OidcClient {
     let config = OidcConfig {
         redirect_uris: vec!["https://app.example/cb".into(), "http://127.0.0.1/cb".into()],
         response_types: vec![OidcResponseType::Code, OidcResponseType::IdToken, OidcResponseType::IdTokenToken],
+        grant_types: vec![OidcGrantType::AuthorizationCode, OidcGrantType::Implicit],
         ..OidcConfig::default()
     };
     let auth_method = OidcAuthMethod::None;
@@ -313,6 +319,14 @@ fn check_for_client(
         return Err(fail(
             ErrorCode::UnauthorizedClient,
             format!("the application may not use the response type{}", quoted(rt_raw)),
+        ));
+    }
+    // A code only for an application that may redeem it (one set up for the device flow alone
+    // has the code response type too, as ZITADEL's configuration allows).
+    if response_type == ResponseType::Code && !client.config.grant_types.contains(&OidcGrantType::AuthorizationCode) {
+        return Err(fail(
+            ErrorCode::UnauthorizedClient,
+            "the application may not use the authorization_code grant".into(),
         ));
     }
     let scopes = Scopes::parse(raw.text("scope").map_err(invalid)?.unwrap_or(""))

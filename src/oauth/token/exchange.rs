@@ -420,6 +420,15 @@ async fn exchange(state: &AppState, headers: &HeaderMap, form: &Form) -> OAuthRe
         act,
         checked_at,
     };
+    // The client now holds tokens of the session: it hears of the session's end as a client
+    // signed in through it does (Back-Channel Logout 1.0, 2.3: the OP keeps track of the
+    // relying parties of a session).
+    if !client.config.back_channel_logout_uri.is_empty()
+        && let Some(sid) = &g.session_id
+        && let Some(s) = crate::store::session::get(&mut c, sid).await?
+    {
+        crate::oidc::backchannel::note(&mut c, &client, &s).await?;
+    }
     let mut sh = shape(&client);
     sh.jwt_access_token = requested_type == JWT;
     if requested_type == ID_TOKEN {
