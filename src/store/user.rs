@@ -603,10 +603,13 @@ pub async fn update_machine(
     Ok(r.rows_affected() == 1)
 }
 
-pub async fn set_email_verified(c: &mut Conn, user_id: &str, now: i64) -> Result<()> {
-    sqlx::query("UPDATE account SET email_verified = 1, changed_at = $1 WHERE user_id = $2")
+/// Marks `email` verified, if it is still the user's address: one an administrator set after
+/// the code (sent to the old address) was checked stays unverified.
+pub async fn set_email_verified(c: &mut Conn, user_id: &str, email: &str, now: i64) -> Result<()> {
+    sqlx::query("UPDATE account SET email_verified = 1, changed_at = $1 WHERE user_id = $2 AND email = $3")
         .bind(now)
         .bind(user_id)
+        .bind(email)
         .execute(&mut *c)
         .await?;
     Ok(())

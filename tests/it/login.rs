@@ -197,6 +197,43 @@ on_both!(a_sign_in_renews_the_browser_cookie, |srv| {
     assert!(param(&r.redirect_params(), "code").is_some(), "{:?}", r.location);
 });
 
+// Guesses posted at once (each from a browser of its own, each reading the account before the
+// others were counted) check no more passwords than the lockout policy allows: each attempt is
+// counted before its hash is checked, while the account is active and below the limit; the
+// rest are answered as for a locked account, unchecked. Then even the right password is refused.
+on_both!(parallel_guesses_check_no_more_passwords_than_the_lockout_allows, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    srv.put("/admin/v1/policies/password/lockout", json!({"maxPasswordAttempts": 3})).await.ok();
+    let mut at_password = Vec::new();
+    for _ in 0..8 {
+        let b = Browser::new(srv);
+        let (id, page) = start(srv, &b, &[]).await;
+        let p = b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "alice")]).await;
+        assert!(p.html.contains("name=\"password\""), "{}", p.html);
+        at_password.push((b, id, p.csrf()));
+    }
+    let mut guesses = tokio::task::JoinSet::new();
+    for (b, id, csrf) in at_password {
+        guesses.spawn(async move {
+            b.post(&format!("/ui/login/{id}/password"), &[("csrf", csrf.as_str()), ("password", "wrong-password")])
+                .await
+        });
+    }
+    for p in guesses.join_all().await {
+        assert!(p.html.contains("The login name or the password is wrong."), "{}", p.html);
+    }
+    let mut c = srv.state.db.conn().await.unwrap();
+    let alice = latch::store::user::get_by_username(&mut c, "alice").await.unwrap().unwrap();
+    assert_eq!(alice.human().unwrap().failed_password_attempts, 3, "three guesses checked, not eight");
+    assert_eq!(alice.state, latch::domain::enums::UserState::Locked);
+    drop(c);
+    let b = Browser::new(srv);
+    let (id, page) = start(srv, &b, &[]).await;
+    let right = b.sign_in(&id, &page, "alice", "Wonder-land1").await;
+    assert!(right.html.contains("The login name or the password is wrong."), "{}", right.html);
+    assert_eq!(srv.count("session").await, 0);
+});
+
 on_both!(wrong_passwords_lockout_and_no_enumeration, |srv| {
     human(srv, "alice", "Wonder-land1").await;
     srv.put("/admin/v1/policies/password/lockout", json!({"maxPasswordAttempts": 3})).await.ok();
@@ -1393,3 +1430,37 @@ on_both!(an_expired_sign_in_speaks_the_requests_language, |srv| {
     assert_eq!(r.status, 400);
     assert!(r.html.contains("Diese Anmeldung ist abgelaufen."), "{}", r.html);
 });
+
+// A code sent to the old address, checked just as an administrator changes the address (here
+// by a trigger the moment the code is used up), verifies nothing: the new address stays
+// unverified. PostgreSQL only (the trigger).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_address_changed_while_its_code_is_checked_stays_unverified() {
+    let srv = TestServer::start(crate::harness::Backend::Postgres).await;
+    {
+        let srv = &srv;
+        let fred = fred_unverified(srv).await;
+        let b = Browser::new(srv);
+        let (id, page) = start(srv, &b, &[]).await;
+        let verify = b.sign_in(&id, &page, "fred", "Fred-Passw0rd").await;
+        assert!(verify.html.contains("/verify_email/skip"), "{}", verify.html);
+        let code = outbox_code(srv, "fred@example.com").await;
+        let mut c = srv.state.db.conn().await.unwrap();
+        for sql in [
+            "CREATE FUNCTION new_address() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             UPDATE account SET email = 'fred@new.example', email_key = 'fred@new.example', email_verified = 0 \
+             WHERE user_id = OLD.user_id; RETURN OLD; END $$",
+            "CREATE TRIGGER new_address AFTER DELETE ON user_code FOR EACH ROW EXECUTE FUNCTION new_address()",
+        ] {
+            sqlx::query(sql).execute(&mut *c).await.unwrap();
+        }
+        drop(c);
+        b.post(&format!("/ui/login/{id}/verify_email"), &[("csrf", &verify.csrf()), ("code", &code)]).await;
+        let mut c = srv.state.db.conn().await.unwrap();
+        let u = latch::store::user::get(&mut c, &fred).await.unwrap().unwrap();
+        let h = u.human().unwrap();
+        assert_eq!(h.email, "fred@new.example");
+        assert!(!h.email_verified, "the new address was never proven");
+    }
+    srv.stop().await;
+}
