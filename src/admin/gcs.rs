@@ -118,7 +118,10 @@ impl Bucket {
         };
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .timeout(std::time::Duration::from_secs(600))
+            // No overall limit: the caller's `timeout` (up to 24 h) bounds the whole call, and a
+            // large object may take longer than any fixed one; a transfer that stalls for a
+            // minute ends.
+            .read_timeout(std::time::Duration::from_secs(60))
             .connect_timeout(std::time::Duration::from_secs(10))
             .build()
             .map_err(ApiError::internal)?;
@@ -149,11 +152,15 @@ impl Bucket {
                 tracing::warn!(error = %e, "the token endpoint of a service account is unreachable");
                 unavailable("the token endpoint of the service account is unreachable")
             })?;
-        if !r.status().is_success() {
-            return Err(ApiError::denied(format!(
-                "the service account was refused a token (HTTP {})",
-                r.status().as_u16()
-            )));
+        match r.status().as_u16() {
+            200..=299 => {}
+            // Google's token service is busy or failing: try again.
+            s @ (429 | 500..) => {
+                return Err(unavailable(format!("the token endpoint of the service account answered HTTP {s}")));
+            }
+            // The credentials were refused (invalid_grant, invalid_client), or the key file's
+            // token_uri answers otherwise (a redirect is not followed): the caller's to mend.
+            s => return Err(ApiError::denied(format!("the service account was refused a token (HTTP {s})"))),
         }
         #[derive(Deserialize)]
         struct Token {
@@ -175,6 +182,12 @@ impl Bucket {
                 Err(ApiError::denied(format!("access to bucket {} was denied (HTTP {})", self.bucket, status.as_u16())))
             }
             404 => Err(ApiError::not_found(format!("bucket {} or object {} not found", self.bucket, self.path))),
+            // A name the storage service does not take (a bucket name of a part over 63
+            // characters, an object name with a line break): the caller's to mend.
+            400 => Err(ApiError::invalid(format!(
+                "the storage service refused the request (HTTP 400): check bucket {} and path",
+                self.bucket
+            ))),
             s => Err(unavailable(format!("the storage service answered HTTP {s}"))),
         }
     }

@@ -279,8 +279,21 @@ fn parse_document(field: &str, raw: &[u8]) -> ApiResult<Document> {
         de.end().map_err(|e| ApiError::invalid(format!("invalid {field}: {e}")))?;
         doc
     };
-    if doc.orgs.is_empty() && !memchr_any(raw, b"\"orgs\"") {
-        return Err(ApiError::invalid(format!("invalid {field}: not an export document: it has no \"orgs\"")));
+    if doc.orgs.is_empty() {
+        // An empty document must say so at its top level: an import request body put in a
+        // bucket (`latch migrate`'s output, {"dataOrgs": {"orgs": [...]}}) holds its "orgs" one
+        // level down and would otherwise import nothing and answer success.
+        let keys: std::collections::BTreeMap<String, serde::de::IgnoredAny> =
+            serde_json::from_slice(raw).map_err(|e| ApiError::invalid(format!("invalid {field}: {e}")))?;
+        if keys.contains_key("dataOrgs") || keys.contains_key("data_orgs") {
+            return Err(ApiError::invalid(format!(
+                "invalid {field}: this is an import request body, not an export document: put the value of its \
+                 \"dataOrgs\" in the bucket, or send the body itself to /admin/v1/import"
+            )));
+        }
+        if !keys.contains_key("orgs") {
+            return Err(ApiError::invalid(format!("invalid {field}: not an export document: it has no \"orgs\"")));
+        }
     }
     Ok(doc)
 }

@@ -18,7 +18,7 @@ use crate::api::types::{DetailsResponse, ListResponse};
 use crate::api::{ApiJson, Caller};
 use crate::app::AppState;
 use crate::domain::roles::Permission;
-use crate::management::members::{self, RolesResponse};
+use crate::management::members;
 use crate::management::views::MemberView;
 use crate::store::member::Scope;
 
@@ -124,25 +124,18 @@ pub async fn remove_member(
     members::remove(&state, Scope::Iam, "", &user_id).await
 }
 
-#[derive(serde::Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
-#[schema(as = ListIamMembersRequest)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ListRequest {
-    query: crate::api::types::ListQuery,
-}
-
-#[utoipa::path(post, path = "/members/_search", request_body = ListRequest, responses((status = 200, body = ListResponse<MemberView>)))]
+#[utoipa::path(post, path = "/members/_search", request_body = members::ListMembersRequest, responses((status = 200, body = ListResponse<MemberView>)))]
 pub async fn list_members(
     State(state): State<AppState>,
     caller: Caller,
-    ApiJson(req): ApiJson<ListRequest>,
+    ApiJson(req): ApiJson<members::ListMembersRequest>,
 ) -> ApiResult<Json<ListResponse<MemberView>>> {
     caller.require(Permission::IamMemberRead)?;
-    members::list(&state, Scope::Iam, "", &req.query).await
+    members::list(&state, Scope::Iam, "", &req).await
 }
 
-#[utoipa::path(post, path = "/members/roles/_search", responses((status = 200, body = RolesResponse)))]
-pub async fn list_member_roles(caller: Caller) -> ApiResult<Json<RolesResponse>> {
+#[utoipa::path(post, path = "/members/roles/_search", responses((status = 200, body = members::IamRolesResponse)))]
+pub async fn list_member_roles(state: State<AppState>, caller: Caller) -> ApiResult<Json<members::IamRolesResponse>> {
     caller.require(Permission::IamMemberRead)?;
-    Ok(members::list_iam_member_roles().await)
+    Ok(members::list_iam_member_roles(state).await)
 }

@@ -184,8 +184,13 @@ pub struct LoginPolicyDoc {
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct PolicyResponse<T: Serialize> {
     pub(crate) policy: T,
+    /// An organization's policy read: whether it is the instance's default (ZITADEL's
+    /// management responses carry it beside the policy as well as in it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) is_default: Option<bool>,
 }
 
 impl LoginPolicyDoc {
@@ -275,7 +280,7 @@ pub async fn get_login(
     let l = load::<LoginPolicy>(&state).await?;
     let mut policy = LoginPolicyDoc::from_policy(&l.value, Some(read_details(&l)));
     policy.is_default = true;
-    Ok(Json(PolicyResponse { policy }))
+    Ok(Json(PolicyResponse { policy, is_default: None }))
 }
 
 fn lifetime(r: &str, field: &str, v: &Option<String>, current: i64) -> ApiResult<i64> {
@@ -317,7 +322,7 @@ pub async fn get_lockout(
 ) -> ApiResult<Json<PolicyResponse<LockoutView>>> {
     caller.require(Permission::IamPolicyRead)?;
     let l = load::<LockoutPolicy>(&state).await?;
-    Ok(Json(PolicyResponse { policy: LockoutView::new(&l.value, read_details(&l), true) }))
+    Ok(Json(PolicyResponse { policy: LockoutView::new(&l.value, read_details(&l), true), is_default: None }))
 }
 
 impl LockoutView {
@@ -388,7 +393,7 @@ pub async fn get_complexity(
 ) -> ApiResult<Json<PolicyResponse<ComplexityView>>> {
     caller.require(Permission::IamPolicyRead)?;
     let l = load::<PasswordComplexityPolicy>(&state).await?;
-    Ok(Json(PolicyResponse { policy: ComplexityView::new(&l.value, read_details(&l), true) }))
+    Ok(Json(PolicyResponse { policy: ComplexityView::new(&l.value, read_details(&l), true), is_default: None }))
 }
 
 impl ComplexityView {
@@ -471,6 +476,7 @@ pub async fn get_security(
             allowed_origins: l.value.allowed_origins.clone(),
             enable_impersonation: l.value.enable_impersonation,
         },
+        is_default: None,
     }))
 }
 

@@ -23,7 +23,8 @@ pub async fn user_by_login_name(
     caller.require(Permission::UserGlobalRead)?;
     let mut name = None::<String>;
     for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        if k == "loginName" && name.replace(v.trim().to_string()).is_some() {
+        // The gateway takes a field's JSON name or its proto name.
+        if (k == "loginName" || k == "login_name") && name.replace(v.trim().to_string()).is_some() {
             return Err(ApiError::invalid("invalid request: loginName is given twice"));
         }
     }

@@ -7,9 +7,10 @@ use serde::{Deserialize, Serialize};
 use super::machine::paginate;
 use super::views::MemberView;
 use crate::api::error::ApiResult;
-use crate::api::types::{Details, DetailsResponse, ListQuery, ListResponse};
+use crate::api::types::{Details, DetailsResponse, ListQuery, ListResponse, SearchBudget};
 use crate::api::{ApiError, ApiJson, Caller};
 use crate::app::AppState;
+use crate::domain::enums::TextQueryMethod;
 use crate::domain::roles::{IAM_ROLES, ORG_ROLES, Permission};
 use crate::store::member::{self, Scope};
 use crate::store::{Conn, StoreError, user};
@@ -192,17 +193,24 @@ pub async fn list(
     state: &AppState,
     scope: Scope,
     scope_id: &str,
-    query: &ListQuery,
+    req: &ListMembersRequest,
 ) -> ApiResult<Json<ListResponse<MemberView>>> {
+    let what = match scope {
+        Scope::Org => "ListOrgMembersRequest",
+        _ => "ListIAMMembersRequest",
+    };
+    req.check(what)?;
     let mut c = state.db.conn().await?;
     let members = member::list(&mut c, scope, scope_id).await?;
     let mut rows = Vec::with_capacity(members.len());
     for m in members {
-        if let Some(u) = user::get(&mut c, &m.user_id).await? {
+        if let Some(u) = user::get(&mut c, &m.user_id).await?
+            && req.keeps(&u)
+        {
             rows.push((m, u));
         }
     }
-    Ok(Json(paginate(rows, query, state.clock.now(), |(m, u)| MemberView::new(m, u, scope_id))?))
+    Ok(Json(paginate(rows, &req.query, state.clock.now(), |(m, u)| MemberView::new(m, u, scope_id))?))
 }
 
 #[utoipa::path(post, path = "/orgs/me/members", request_body = AddMemberRequest, responses((status = 200, body = DetailsResponse)))]
@@ -236,10 +244,93 @@ pub async fn remove_org_member(
     remove(&state, Scope::Org, &caller.org_id, &user_id).await
 }
 
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct FirstNameQuery {
+    first_name: String,
+    method: TextQueryMethod,
+}
+
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct LastNameQuery {
+    last_name: String,
+    method: TextQueryMethod,
+}
+
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct EmailQuery {
+    email: String,
+    method: TextQueryMethod,
+}
+
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct UserIdQuery {
+    user_id: String,
+}
+
+/// One filter of a member search (`zitadel.member.v1.SearchQuery`).
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct MemberQueries {
+    first_name_query: Option<FirstNameQuery>,
+    last_name_query: Option<LastNameQuery>,
+    email_query: Option<EmailQuery>,
+    user_id_query: Option<UserIdQuery>,
+}
+
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ListMembersRequest {
     query: ListQuery,
+    queries: Vec<MemberQueries>,
+}
+
+impl ListMembersRequest {
+    fn check(&self, what: &'static str) -> ApiResult<()> {
+        let mut budget = SearchBudget::new(what);
+        for q in &self.queries {
+            budget.term()?;
+            let set = [
+                q.first_name_query.is_some(),
+                q.last_name_query.is_some(),
+                q.email_query.is_some(),
+                q.user_id_query.is_some(),
+            ];
+            budget.one_member(set.iter().filter(|s| **s).count())?;
+            for text in [
+                q.first_name_query.as_ref().map(|f| f.first_name.as_str()),
+                q.last_name_query.as_ref().map(|l| l.last_name.as_str()),
+                q.email_query.as_ref().map(|e| e.email.as_str()),
+                q.user_id_query.as_ref().map(|u| u.user_id.as_str()),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                budget.text(text)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a member (user `u`) passes every filter (AND-combined, as in the reference); a
+    /// machine user has no first or last name nor e-mail address to match.
+    fn keeps(&self, u: &user::User) -> bool {
+        let h = u.human();
+        let text = |method: TextQueryMethod, value: Option<&str>, pattern: &str| {
+            value.is_some_and(|v| method.matches(v, pattern))
+        };
+        self.queries.iter().all(|q| {
+            q.first_name_query.as_ref().is_none_or(|f| text(f.method, h.map(|h| h.first_name.as_str()), &f.first_name))
+                && q.last_name_query
+                    .as_ref()
+                    .is_none_or(|l| text(l.method, h.map(|h| h.last_name.as_str()), &l.last_name))
+                && q.email_query.as_ref().is_none_or(|e| text(e.method, h.map(|h| h.email.as_str()), &e.email))
+                && q.user_id_query.as_ref().is_none_or(|i| u.user_id == i.user_id)
+        })
+    }
 }
 
 #[utoipa::path(post, path = "/orgs/me/members/_search", request_body = ListMembersRequest, responses((status = 200, body = ListResponse<MemberView>)))]
@@ -249,7 +340,7 @@ pub async fn list_org_members(
     ApiJson(req): ApiJson<ListMembersRequest>,
 ) -> ApiResult<Json<ListResponse<MemberView>>> {
     caller.require(Permission::OrgMemberRead)?;
-    list(&state, Scope::Org, &caller.org_id, &req.query).await
+    list(&state, Scope::Org, &caller.org_id, &req).await
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -263,6 +354,15 @@ pub async fn list_org_member_roles(caller: Caller) -> ApiResult<Json<RolesRespon
     Ok(Json(RolesResponse { result: ORG_ROLES.to_vec() }))
 }
 
-pub async fn list_iam_member_roles() -> Json<RolesResponse> {
-    Json(RolesResponse { result: IAM_ROLES.to_vec() })
+/// `ListIAMMemberRolesResponse`: `details` and `roles` (the organization's call answers
+/// `result`, as the reference has it).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct IamRolesResponse {
+    details: crate::api::types::ListDetails,
+    roles: Vec<&'static str>,
+}
+
+pub async fn list_iam_member_roles(State(state): State<AppState>) -> Json<IamRolesResponse> {
+    let details = crate::api::types::ListDetails::new(IAM_ROLES.len() as i64, state.clock.now());
+    Json(IamRolesResponse { details, roles: IAM_ROLES.to_vec() })
 }

@@ -94,7 +94,7 @@ pub async fn get_login(
     let (p, details, is_default) = read::<LoginPolicy>(&state, &caller).await?;
     let mut policy = LoginPolicyDoc::from_policy(&p, Some(details));
     policy.is_default = is_default;
-    Ok(Json(PolicyResponse { policy }))
+    Ok(Json(PolicyResponse { policy, is_default: Some(is_default) }))
 }
 
 /// AddCustomLoginPolicy: lifetimes the request leaves out are the instance's.
@@ -132,7 +132,7 @@ pub async fn get_lockout(
     caller: Caller,
 ) -> ApiResult<Json<PolicyResponse<LockoutView>>> {
     let (p, details, is_default) = read::<LockoutPolicy>(&state, &caller).await?;
-    Ok(Json(PolicyResponse { policy: LockoutView::new(&p, details, is_default) }))
+    Ok(Json(PolicyResponse { policy: LockoutView::new(&p, details, is_default), is_default: Some(is_default) }))
 }
 
 /// AddCustomLockoutPolicy.
@@ -171,7 +171,7 @@ pub async fn get_complexity(
     caller: Caller,
 ) -> ApiResult<Json<PolicyResponse<ComplexityView>>> {
     let (p, details, is_default) = read::<PasswordComplexityPolicy>(&state, &caller).await?;
-    Ok(Json(PolicyResponse { policy: ComplexityView::new(&p, details, is_default) }))
+    Ok(Json(PolicyResponse { policy: ComplexityView::new(&p, details, is_default), is_default: Some(is_default) }))
 }
 
 /// AddCustomPasswordComplexityPolicy.

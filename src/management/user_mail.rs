@@ -103,8 +103,9 @@ pub async fn is_unique(
     caller.require(Permission::UserRead)?;
     let (mut name, mut email) = (None::<String>, None::<String>);
     for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        // The gateway takes a field's JSON name or its proto name.
         let slot = match k.as_ref() {
-            "userName" => &mut name,
+            "userName" | "user_name" => &mut name,
             "email" => &mut email,
             _ => continue,
         };

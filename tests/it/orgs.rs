@@ -58,6 +58,28 @@ on_both!(org_members, |srv| {
     let m = r.ok()["result"].as_array().unwrap().iter().find(|m| m["userId"] == robot.as_str()).unwrap().clone();
     assert_eq!(m["roles"], json!(["ORG_OWNER_VIEWER"]));
     assert_eq!(m["userType"], "TYPE_MACHINE");
+    // The reference's filters (AND-combined): by user id, by a human's names or address; a
+    // machine user has none of those. A filter naming nothing is refused, not ignored (which
+    // would answer every member).
+    let search_path = format!("{path}/_search");
+    let search = |queries: serde_json::Value| srv.post(&search_path, json!({"queries": queries}));
+    let ids = |r: crate::harness::Resp| -> Vec<String> {
+        r.ok()["result"]
+            .as_array()
+            .map(|a| a.iter().map(|m| m["userId"].as_str().unwrap().to_string()).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(ids(search(json!([{"userIdQuery": {"userId": robot}}])).await), std::slice::from_ref(&robot));
+    let admin =
+        search(json!([{"emailQuery": {"email": "ADMIN@", "method": "TEXT_QUERY_METHOD_STARTS_WITH_IGNORE_CASE"}}]))
+            .await;
+    let admin = ids(admin);
+    assert_eq!(admin.len(), 1, "{admin:?}");
+    assert!(!admin.contains(&robot));
+    let none = search(json!([{"userIdQuery": {"userId": robot}}, {"firstNameQuery": {"firstName": "robot"}}])).await;
+    assert!(ids(none).is_empty());
+    search(json!([{}])).await.err(400, 3);
+    search(json!([{"userIdQuery": {"userId": robot}, "emailQuery": {"email": "x"}}])).await.err(400, 3);
     srv.delete(&format!("{path}/{robot}")).await.ok();
     srv.delete(&format!("{path}/{robot}")).await.err(404, 5);
     let roles = srv.post("/management/v1/orgs/members/roles/_search", json!({})).await;
@@ -115,8 +137,12 @@ on_both!(admin_setup_search_get_and_iam_members, |srv| {
     assert_eq!(r.ok()["details"]["totalResult"], "3");
     srv.put(&format!("/admin/v1/members/{hank}"), json!({"roles": ["IAM_USER_MANAGER"]})).await.ok();
     srv.delete(&format!("/admin/v1/members/{hank}")).await.ok();
+    let r = srv.post("/admin/v1/members/_search", json!({"queries": [{"userIdQuery": {"userId": hank}}]})).await;
+    assert_eq!(r.ok()["details"]["totalResult"], "0", "hank is no instance member any more");
+    // ListIAMMemberRolesResponse: `details` and `roles` (the organization's call: `result`).
     let r = srv.post("/admin/v1/members/roles/_search", json!({})).await;
-    assert!(r.ok()["result"].as_array().unwrap().contains(&json!("IAM_OWNER")));
+    assert!(r.ok()["roles"].as_array().unwrap().contains(&json!("IAM_OWNER")), "{}", r.text);
+    assert!(r.body["details"]["totalResult"].is_string(), "{}", r.text);
 
     // The instance keeps an owner: the first-instance human and machine both own it; once the
     // human is gone, the machine (the caller here) is the last and stays.

@@ -163,6 +163,7 @@ on_both!(an_organizations_own_login_policy, |srv| {
     // None of its own: the instance's, marked as the default.
     let p = on("GET", json!(null)).await;
     assert_eq!(p.ok()["policy"]["isDefault"], true);
+    assert_eq!(p.body["isDefault"], true, "beside the policy too, as GetLoginPolicyResponse has it");
     on("PUT", json!({"forceMfa": true})).await.err(404, 5);
     on("DELETE", json!(null)).await.err(404, 5);
     on("POST", json!({"allowUsernamePassword": true, "forceMfa": true, "hidePasswordReset": true})).await.ok();
@@ -170,6 +171,7 @@ on_both!(an_organizations_own_login_policy, |srv| {
     on("PUT", json!({"defaultRedirectUri": "not a uri"})).await.err(400, 3);
     let p = on("GET", json!(null)).await;
     assert!(p.ok()["policy"].get("isDefault").is_none(), "{}", p.body);
+    assert_eq!(p.body["isDefault"], false);
     assert_eq!(p.body["policy"]["forceMfa"], true);
     assert_eq!(p.body["policy"]["passwordCheckLifetime"], "864000s", "the instance's, where not given");
     // Other organizations follow the instance's.

@@ -505,6 +505,11 @@ on_both!(bad_requests_get_clear_errors, |srv| {
     assert!(bad(&json!({"data_orgsv1": "not json"}).to_string()).await.contains("not a JSON export document"));
     assert!(bad(&json!({"data_orgsv1": "[1, 2]"}).to_string()).await.contains("data_orgsv1"));
     assert!(bad(&json!({"data_orgsv1": "{\"users\": []}"}).to_string()).await.contains("no \"orgs\""));
+    // "orgs" one level down is no document: it would import nothing and answer success. The body
+    // `latch migrate` writes (an import request) in place of an export document says so.
+    assert!(bad(&json!({"data_orgsv1": "{\"users\": {\"orgs\": []}}"}).to_string()).await.contains("no \"orgs\""));
+    let request_body = json!({"dataOrgs": {"orgs": [{"orgId": "o1"}]}, "timeout": "30m0s"}).to_string();
+    assert!(bad(&json!({"data_orgsv1": request_body}).to_string()).await.contains("an import request body"));
     assert!(bad(&json!({"data_orgsv1": "{\"orgs\": [{\"orgId\": 5}]}"}).to_string()).await.contains("orgId"));
     assert!(
         bad(&json!({"data_orgsv1": "{\"orgs\":[]}", "timeout": "5 parsecs"}).to_string()).await.contains("timeout")
@@ -704,6 +709,7 @@ async fn a_service_account_gets_a_token_first() {
     let upstream = gcs.url.clone();
     let seen2 = seen.clone();
     let app = axum::Router::new()
+        .route("/busy-token", post(|| async { axum::http::StatusCode::SERVICE_UNAVAILABLE }))
         .route(
             "/moved",
             post(move || {
@@ -740,6 +746,10 @@ async fn a_service_account_gets_a_token_first() {
                 let authorized = req.headers().get("authorization").is_some_and(|h| h == "Bearer granted-token");
                 if !authorized {
                     return axum::http::StatusCode::FORBIDDEN.into_response();
+                }
+                // A name the storage service does not take.
+                if req.uri().path().contains("/b/refuses/") {
+                    return axum::http::StatusCode::BAD_REQUEST.into_response();
                 }
                 let (parts, body) = req.into_parts();
                 let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
@@ -796,6 +806,14 @@ async fn a_service_account_gets_a_token_first() {
     let t = with_token_uri(&format!("{base}/moved"));
     let r = srv.post("/admin/v1/import", json!({"data_orgsv1_gcs": t})).await;
     assert!(r.err(403, 7).contains("HTTP 307"), "{}", r.text);
+    // A token endpoint that is busy or failing: try again (503), not "refused" (403).
+    let t = with_token_uri(&format!("{base}/busy-token"));
+    let r = srv.post("/admin/v1/import", json!({"data_orgsv1_gcs": t})).await;
+    assert!(r.err(503, 14).contains("HTTP 503"), "{}", r.text);
+    // A request the storage service refuses as malformed is the caller's to mend (400).
+    let refused = json!({"bucket": "refuses", "path": "a.json", "serviceaccount_json": sa});
+    let r = srv.post("/admin/v1/import", json!({"data_orgsv1_gcs": refused})).await;
+    assert!(r.err(400, 3).contains("refused the request"), "{}", r.text);
     assert_eq!(*elsewhere.lock().unwrap(), 0, "the redirect's target was not called");
     srv.stop().await;
 

@@ -499,7 +499,10 @@ on_both!(codes_mailed_again_and_names_checked_for_uniqueness, |srv| {
     assert!(!unique("userName=ALICE").await);
     assert!(!unique("userName=alice%40example.com").await, "alice's address signs her in");
     assert!(!unique("email=Alice%40Example.com").await);
+    // The gateway's proto name of the field works as its JSON name does.
+    assert!(!unique("user_name=alice").await);
     srv.get("/management/v1/users/_is_unique?userName=a&userName=b").await.err(400, 3);
+    srv.get("/management/v1/users/_is_unique?userName=a&user_name=b").await.err(400, 3);
 });
 
 on_both!(a_user_found_by_login_name_in_any_organization_and_an_initial_password_set, |srv| {
@@ -521,6 +524,8 @@ on_both!(a_user_found_by_login_name_in_any_organization_and_an_initial_password_
         srv.get(&format!("/management/v1/global/users/_by_login_name?loginName={name}")).await
     };
     assert_eq!(by("alice").await.ok()["user"]["id"], alice.as_str());
+    let proto_name = srv.get("/management/v1/global/users/_by_login_name?login_name=alice").await;
+    assert_eq!(proto_name.ok()["user"]["id"], alice.as_str());
     assert_eq!(by("ALICE@initech.127.0.0.1").await.ok()["user"]["id"], alice.as_str());
     by("alice@example.com").await.err(404, 5);
     by("alice@other.example").await.err(404, 5);
