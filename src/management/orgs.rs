@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use super::views::OrgView;
 use crate::api::error::ApiResult;
-use crate::api::types::{Details, DetailsResponse, ListDetails, ListQuery, ListResponse, is_false};
+use crate::api::types::{Details, DetailsResponse, ListDetails, ListQuery, ListResponse, SearchBudget, is_false};
 use crate::api::{ApiError, ApiJson, Caller};
 use crate::app::AppState;
-use crate::domain::enums::{DomainValidationType, OrgState};
+use crate::domain::enums::{DomainValidationType, OrgState, TextQueryMethod};
 use crate::domain::roles::Permission;
 use crate::domain::validate::{self, slug};
 use crate::id::new_id;
@@ -228,11 +228,45 @@ pub struct DomainView {
     validation_type: DomainValidationType,
 }
 
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct DomainNameQuery {
+    name: String,
+    method: TextQueryMethod,
+}
+
+/// One filter of `ListOrgDomains` (`zitadel.org.v1.DomainSearchQuery`).
+#[derive(Deserialize, Default, Clone, serde::Serialize, utoipa::ToSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct DomainQueries {
+    domain_name_query: Option<DomainNameQuery>,
+}
+
 #[derive(Deserialize, Default, serde::Serialize, utoipa::ToSchema)]
 #[schema(as = ListOrgDomainsRequest)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ListRequest {
     query: ListQuery,
+    queries: Vec<DomainQueries>,
+}
+
+impl ListRequest {
+    fn check(&self) -> ApiResult<()> {
+        let mut budget = SearchBudget::new("ListOrgDomainsRequest");
+        for q in &self.queries {
+            budget.term()?;
+            budget.one_member(usize::from(q.domain_name_query.is_some()))?;
+            if let Some(n) = &q.domain_name_query {
+                budget.text(&n.name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `domain` passes every filter (AND-combined).
+    fn keeps(&self, domain: &str) -> bool {
+        self.queries.iter().all(|q| q.domain_name_query.as_ref().is_none_or(|n| n.method.matches(domain, &n.name)))
+    }
 }
 
 #[utoipa::path(post, path = "/orgs/me/domains/_search", request_body = ListRequest, responses((status = 200, body = ListResponse<DomainView>)))]
@@ -242,9 +276,11 @@ pub async fn list_domains(
     ApiJson(req): ApiJson<ListRequest>,
 ) -> ApiResult<Json<ListResponse<DomainView>>> {
     caller.require(Permission::OrgRead)?;
+    req.check()?;
     let page = req.query.page()?;
     let mut c = state.db.conn().await?;
-    let all = org::domains(&mut c, &caller.org_id).await?;
+    let all: Vec<_> =
+        org::domains(&mut c, &caller.org_id).await?.into_iter().filter(|d| req.keeps(&d.domain)).collect();
     let total = all.len() as i64;
     let result = all
         .into_iter()

@@ -31,6 +31,12 @@ on_both!(organizations_and_domains, |srv| {
     srv.post("/management/v1/orgs/me/domains", json!({"domain": "acme.example"})).await.err(409, 6);
     let d = on("POST", "/management/v1/orgs/me/domains/_search", json!({})).await;
     assert_eq!(d.ok()["details"]["totalResult"], "2");
+    // The reference's filter by name; a query naming nothing is refused, not ignored.
+    let by_name = json!({"queries": [{"domainNameQuery": {"name": "ACME.", "method": "TEXT_QUERY_METHOD_STARTS_WITH_IGNORE_CASE"}}]});
+    let d = on("POST", "/management/v1/orgs/me/domains/_search", by_name).await;
+    assert_eq!(d.ok()["details"]["totalResult"], "1", "{}", d.text);
+    assert_eq!(d.body["result"][0]["domainName"], "acme.example");
+    on("POST", "/management/v1/orgs/me/domains/_search", json!({"queries": [{}]})).await.err(400, 3);
     on("POST", "/management/v1/orgs/me/domains/acme.example/_set_primary", json!(null)).await.ok();
     let org = on("GET", "/management/v1/orgs/me", json!(null)).await;
     assert_eq!(org.ok()["org"]["primaryDomain"], "acme.example");

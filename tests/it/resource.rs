@@ -619,6 +619,37 @@ pub async fn logout_receiver() -> (String, tokio::sync::mpsc::UnboundedReceiver<
     (format!("http://{addr}/backchannel"), rx)
 }
 
+// A refresh token goes at its idle expiry (never later than its absolute one): no use of it
+// is served from then on, so the rows a chain leaves at each rotation do not pile up until the
+// chain's absolute expiry (90 days by default).
+on_both!(refresh_tokens_are_swept_at_their_idle_expiry, |srv| {
+    human(srv, "alice", "Wonder-land1").await;
+    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
+    let secret = secret.unwrap();
+    let b = Browser::new(srv);
+    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
+    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
+    let mut rt = t.ok()["refresh_token"].as_str().unwrap().to_string();
+    for _ in 0..3 {
+        let r = crate::token::refresh_grant(srv, (&client_id, &secret), &rt, None).await;
+        rt = r.ok()["refresh_token"].as_str().unwrap().to_string();
+    }
+    assert_eq!(srv.count("refresh_token").await, 4);
+    let settings = srv.get("/admin/v1/settings/oidc").await;
+    let idle = settings.ok()["settings"]["refreshTokenIdleExpiration"].as_str().unwrap().trim_end_matches('s');
+    let idle: i64 = idle.parse().unwrap();
+    let sweep = async || {
+        let now = latch::clock::Clock::now(&*srv.clock);
+        latch::sweep::sweep(&srv.state.db, now, 1000, 10).await.unwrap()
+    };
+    srv.clock.advance(idle - 10);
+    sweep().await;
+    assert_eq!(srv.count("refresh_token").await, 4, "not idle yet");
+    srv.clock.advance(20);
+    sweep().await;
+    assert_eq!(srv.count("refresh_token").await, 0, "idle past their idle expiry, long before the absolute one");
+});
+
 // An application noted in a session for its logout token stays noted while the session lives,
 // past the note's own expiry (the session's when the application was noted: a later sign-in
 // renews the session, not the notes of the other applications in it). It goes with the session.
@@ -1050,6 +1081,14 @@ on_both!(a_hint_of_another_issuer_is_refused, |srv| {
     assert_eq!(param(&page.redirect_params(), "error"), Some("invalid_request"), "{:?}", page.location);
     let (id, _) = authorize(current.clone()).await;
     assert!(id.is_some(), "the issuer's own hint opens the login page");
+    // One signed by a key latch no longer has (retired and removed while the relying party kept
+    // the ID token; here one it never had) cannot be checked: no hint, as at end_session, rather
+    // than an error for every later silent sign-in.
+    let (robot, _) = srv.machine_with_roles(None, "robot", &[]).await;
+    let (kid, key) = crate::token::machine_key(srv, &robot).await;
+    let gone = crate::token::sign(&kid, &key, &json!({"iss": srv.base, "sub": alice, "aud": client_id}));
+    let (id, page) = authorize(gone).await;
+    assert!(id.is_some(), "{:?}", page.location);
     let r = b.get(&format!("/oidc/v1/end_session?id_token_hint={old}")).await;
     assert_eq!(r.status, 400, "{}", r.html);
     let r = b.get(&format!("/oidc/v1/end_session?id_token_hint={current}")).await;

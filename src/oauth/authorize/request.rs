@@ -167,6 +167,16 @@ fn valid_challenge(c: &str) -> bool {
         && c.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
 }
 
+/// What verifying an `id_token_hint` found.
+enum Hint {
+    Valid(HintClaims),
+    /// Signed by a key latch no longer has (retired and removed while the relying party kept
+    /// its ID token): it cannot be checked, which is not the same as forged, so it counts as no
+    /// hint (as at end_session) rather than failing every later silent sign-in.
+    SignerGone,
+    Invalid,
+}
+
 #[derive(Deserialize)]
 struct HintClaims {
     iss: String,
@@ -196,7 +206,11 @@ pub async fn check(
     if let Ok(Some(hint)) = Raw(raw).one("id_token_hint") {
         tokens.learn_signer(hint).await;
     }
-    let verify = |hint: &str| tokens.verify_id_token::<HintClaims>(hint).filter(|h| h.iss == issuer);
+    let verify = |hint: &str| match tokens.verify_id_token::<HintClaims>(hint) {
+        Some(h) if h.iss == issuer => Hint::Valid(h),
+        None if tokens.signer_known(hint) == Some(false) => Hint::SignerGone,
+        _ => Hint::Invalid,
+    };
     let params = check_for_client(client_id, &client, raw, &verify)?;
     Ok((params, client))
 }
@@ -248,7 +262,7 @@ fn offline_client() -> OidcClient {
 pub fn check_offline(raw: &[(String, String)]) -> Result<AuthParams, Rejection> {
     match Raw(raw).one("client_id").map_err(Rejection::Page)? {
         None => Err(Rejection::Page(PageError::ClientMissing)),
-        Some(id @ "fuzz") => check_for_client(id, &offline_client(), raw, &|_| None),
+        Some(id @ "fuzz") => check_for_client(id, &offline_client(), raw, &|_| Hint::Invalid),
         Some(_) => Err(Rejection::Page(PageError::ClientUnknown)),
     }
 }
@@ -259,7 +273,7 @@ fn check_for_client(
     client_id: &str,
     client: &OidcClient,
     raw: &[(String, String)],
-    verify_hint: &dyn Fn(&str) -> Option<HintClaims>,
+    verify_hint: &dyn Fn(&str) -> Hint,
 ) -> Result<AuthParams, Rejection> {
     let raw = Raw(raw);
     let redirect_uri =
@@ -383,10 +397,10 @@ fn check_for_client(
         ),
         None => None,
     };
-    let hint_sub = match raw.text("id_token_hint").map_err(invalid)? {
-        Some(hint) => {
-            let claims = verify_hint(hint)
-                .ok_or_else(|| invalid("the id_token_hint is not a valid ID token of this issuer".into()))?;
+    let hint_sub = match raw.text("id_token_hint").map_err(invalid)?.map(verify_hint) {
+        None | Some(Hint::SignerGone) => None,
+        Some(Hint::Invalid) => return Err(invalid("the id_token_hint is not a valid ID token of this issuer".into())),
+        Some(Hint::Valid(claims)) => {
             let aud_ok = match &claims.aud {
                 serde_json::Value::String(a) => a == client_id,
                 serde_json::Value::Array(a) => a.iter().any(|x| x.as_str() == Some(client_id)),
@@ -397,7 +411,6 @@ fn check_for_client(
             }
             Some(claims.sub)
         }
-        None => None,
     };
     let login_hint = raw
         .text("login_hint")
