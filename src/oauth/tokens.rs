@@ -72,6 +72,19 @@ impl TokenService {
         let wrap = Aead::derive(master, Purpose::TokenKey)?;
         let mut c = db.conn().await?;
         let mut rows = token_key::all(&mut c).await?;
+        // A first start that made this key and then failed (its bootstrap refused the
+        // configuration), tried again with another master key (the first one was generated in a
+        // data folder that did not last, say): before the instance exists nothing was sealed
+        // with the key, so it is made anew rather than keeping every later start from serving.
+        let unreadable =
+            |rows: &[(i64, Vec<u8>)]| rows.iter().any(|(g, enc)| wrap.open(g.to_string().as_bytes(), enc).is_err());
+        if unreadable(&rows) && crate::store::instance::default_org(&mut c).await?.is_none() {
+            tracing::warn!(
+                "the opaque-token key of an unfinished first start is sealed with another master key: made anew"
+            );
+            token_key::delete_all(&mut c).await?;
+            rows.clear();
+        }
         if rows.is_empty() {
             let raw = random_bytes::<32>();
             token_key::insert(&mut c, 1, &wrap.seal(b"1", &raw)?, now).await?;

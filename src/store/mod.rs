@@ -72,8 +72,12 @@ impl Source for Lazy<'_> {
     }
 }
 
-static POSTGRES: Migrator = sqlx::migrate!("migrations/postgres");
-static SQLITE: Migrator = sqlx::migrate!("migrations/sqlite");
+/// The schema's migrations. A migration applied that this build does not know (a newer
+/// replica applied it: a rolling upgrade, or a rollback) is no error: an older replica keeps
+/// starting against the newer schema, which is why every migration adds to the schema and
+/// takes nothing an earlier build reads away.
+static POSTGRES: Migrator = Migrator { ignore_missing: true, ..sqlx::migrate!("migrations/postgres") };
+static SQLITE: Migrator = Migrator { ignore_missing: true, ..sqlx::migrate!("migrations/sqlite") };
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -17,3 +17,9 @@ pub async fn insert(c: &mut Conn, generation: i64, key_enc: &[u8], now: i64) -> 
         .await?;
     Ok(())
 }
+
+/// Removes every key (only before the instance exists, when none has sealed anything).
+pub async fn delete_all(c: &mut Conn) -> Result<()> {
+    sqlx::query("DELETE FROM token_key").execute(&mut *c).await?;
+    Ok(())
+}

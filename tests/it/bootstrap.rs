@@ -126,3 +126,30 @@ async fn the_sample_master_key_is_refused_for_a_new_store_only() {
     assert!(started.is_ok(), "{:?}", started.err().map(|e| e.to_string()));
     srv.stop().await;
 }
+
+// A first start whose bootstrap refused the configuration (here a weak administrator
+// password), tried again with another master key (the first one was generated in a data folder
+// that did not last, say), starts: the opaque-token key the failed start made had sealed nothing
+// and is made anew. Once the instance exists, a wrong master key still stops the start.
+#[tokio::test]
+async fn a_failed_first_start_tried_again_with_another_master_key_starts() {
+    let srv = TestServer::start(Backend::Sqlite).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = srv.settings.clone();
+    first.database_url = format!("sqlite://{}/first.db", dir.path().display());
+    first.first_instance.pat_path = dir.path().join("admin.pat");
+    first.first_instance.admin_password = Some("weak".into());
+    first.masterkey = Some([1u8; 32]);
+    assert!(latch::app::start(first.clone(), srv.clock.clone()).await.is_err(), "the weak password is refused");
+    let mut again = first.clone();
+    again.first_instance.admin_password = Some("Admin-Passw0rd!".into());
+    again.masterkey = Some([2u8; 32]);
+    let started = latch::app::start(again.clone(), srv.clock.clone()).await;
+    let started = started.map_err(|e| e.to_string()).expect("the second try starts");
+    started.state.db.close().await;
+    let mut wrong = again.clone();
+    wrong.masterkey = Some([3u8; 32]);
+    let err = latch::app::start(wrong, srv.clock.clone()).await.err().expect("start fails").to_string();
+    assert!(err.contains("master key"), "{err}");
+    srv.stop().await;
+}

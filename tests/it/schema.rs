@@ -49,3 +49,33 @@ async fn both_migration_sets_define_the_same_tables_and_columns() {
     sqlite.migrate().await.unwrap();
     assert!(sqlite.is_ready().await);
 }
+
+/// A rolling upgrade or a rollback: a newer build applied a migration this one does not know.
+/// This build still migrates (nothing to do), is ready and serves, on both stores.
+#[tokio::test]
+async fn a_migration_of_a_newer_build_keeps_an_older_one_starting() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, name) = create_pg_database().await;
+    for url in [format!("sqlite://{}/s.db", dir.path().display()), url] {
+        let db = Db::connect(&url, 1).await.unwrap();
+        db.migrate().await.unwrap();
+        let mut c = db.conn().await.unwrap();
+        sqlx::query(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(99_990_101_i64)
+        .bind("of a newer build")
+        .bind(true)
+        .bind(vec![0u8; 48])
+        .bind(0_i64)
+        .execute(&mut *c)
+        .await
+        .unwrap();
+        drop(c);
+        db.migrate().await.expect("a migration this build does not know is no error");
+        assert!(db.is_ready().await);
+        db.close().await;
+    }
+    drop_pg_database(&name).await;
+}
