@@ -82,16 +82,20 @@ pub async fn export(
         None => None,
     };
     let work = async {
+        // Credentials the token endpoint refuses fail before the document is built.
+        if let Some(b) = &bucket {
+            b.token().await?;
+        }
         let doc = build(&state, &req).await?;
-        let body = serde_json::to_vec(&doc).map_err(ApiError::internal)?;
+        let body = axum::body::Bytes::from(serde_json::to_vec(&doc).map_err(ApiError::internal)?);
         drop(doc);
         if let Some(b) = &bucket {
-            b.upload(&body).await?;
+            b.upload(body.clone()).await?;
         }
         Ok::<_, ApiError>(body)
     };
     let body = tokio::time::timeout(limit, work).await.map_err(|_| deadline_error("export"))??;
-    let body = if req.response_output { body } else { b"{}".to_vec() };
+    let body = if req.response_output { body } else { axum::body::Bytes::from_static(b"{}") };
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 

@@ -34,6 +34,9 @@ pub struct Bucket {
     path: String,
     account: Option<ServiceAccount>,
     client: reqwest::Client,
+    /// The access token, fetched once per call (an export asks for it before it builds the
+    /// document, so that refused credentials fail at once, not after minutes of work).
+    token: tokio::sync::OnceCell<Option<String>>,
 }
 
 /// Largest object an import reads, the import's own body limit.
@@ -125,11 +128,22 @@ impl Bucket {
             .connect_timeout(std::time::Duration::from_secs(10))
             .build()
             .map_err(ApiError::internal)?;
-        Ok(Bucket { base, bucket: t.bucket.trim().to_string(), path: t.path.trim().to_string(), account, client })
+        Ok(Bucket {
+            base,
+            bucket: t.bucket.trim().to_string(),
+            path: t.path.trim().to_string(),
+            account,
+            client,
+            token: tokio::sync::OnceCell::new(),
+        })
     }
 
-    /// An access token from the service account (none for an emulator).
-    async fn token(&self) -> ApiResult<Option<String>> {
+    /// An access token from the service account (none for an emulator), fetched once.
+    pub async fn token(&self) -> ApiResult<Option<String>> {
+        self.token.get_or_try_init(|| self.fetch_token()).await.cloned()
+    }
+
+    async fn fetch_token(&self) -> ApiResult<Option<String>> {
         let Some(sa) = &self.account else { return Ok(None) };
         #[allow(clippy::disallowed_methods)]
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
@@ -206,11 +220,12 @@ impl Bucket {
         out
     }
 
-    pub async fn upload(&self, body: &[u8]) -> ApiResult<()> {
+    /// Uploads `body` (shared, not copied: an export may be hundreds of megabytes).
+    pub async fn upload(&self, body: axum::body::Bytes) -> ApiResult<()> {
         let token = self.token().await?;
         let url =
             format!("{}/upload/storage/v1/b/{}/o?uploadType=media&name={}", self.base, self.bucket, self.object());
-        let mut req = self.client.post(url).header("content-type", "application/json").body(body.to_vec());
+        let mut req = self.client.post(url).header("content-type", "application/json").body(body);
         if let Some(t) = token {
             req = req.bearer_auth(t);
         }

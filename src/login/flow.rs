@@ -166,6 +166,13 @@ impl Flow {
         if let Some(u) = &user {
             state.cache.remember_user(since, read_at, u);
         }
+        // What the sign-in issues is dated no later than this read (as for a cached copy): a
+        // cut-off (a lock, a password set by an administrator) that lands while the password is
+        // being checked then ends the implicit flow's tokens too, as it ends all issued before.
+        let user = user.map(|mut u| {
+            u.read_at = Some(read_at);
+            u
+        });
         Ok(Flow {
             row,
             params,

@@ -727,3 +727,60 @@ on_both!(a_redirect_uri_removed_during_a_sign_in_receives_nothing, |srv| {
     assert_eq!(srv.count("auth_code").await, 0);
     assert_eq!(srv.count("session").await, 0);
 });
+
+// An administrator's lock (and unlock) that lands while a sign-in's password is being checked
+// ends what that sign-in issues through the implicit flow, as it ends everything issued before
+// it: the tokens are dated when the flow read the user, not when they were signed. (The code
+// flow's exchange checks the sign-in's time itself.) A slow hash leaves the time to act.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn implicit_tokens_of_a_sign_in_a_lock_overtook_end_with_it() {
+    let srv = crate::harness::TestServer::start_with(crate::harness::Backend::Sqlite, |c| {
+        c.password.argon2_memory_kib = 131_072;
+        c.password.argon2_iterations = 5;
+    })
+    .await;
+    {
+        let srv = &srv;
+        let implicit =
+            json!({"responseTypes": ["OIDC_RESPONSE_TYPE_ID_TOKEN_TOKEN"], "grantTypes": ["OIDC_GRANT_TYPE_IMPLICIT"]});
+        let (client_id, _, _) = oidc_app(srv, implicit).await;
+        let alice = human(srv, "alice", "Wonder-land1").await;
+        let b = Browser::new(srv);
+        let q = [
+            ("client_id", client_id.as_str()),
+            ("redirect_uri", CB),
+            ("response_type", "id_token token"),
+            ("scope", "openid"),
+            ("nonce", "n-1"),
+        ];
+        let (id, page) = b.authorize(&q).await;
+        let id = id.unwrap();
+        let named =
+            b.post(&format!("/ui/login/{id}/loginname"), &[("csrf", &page.csrf()), ("loginname", "alice")]).await;
+        let csrf = named.csrf();
+        let posted = tokio::spawn(async move {
+            b.post(&format!("/ui/login/{id}/password"), &[("csrf", csrf.as_str()), ("password", "Wonder-land1")]).await
+        });
+        // The flow has read alice and waits for the hash: a lock and an unlock land meanwhile.
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        srv.clock.advance(5);
+        srv.post(&format!("/management/v1/users/{alice}/_lock"), json!({})).await.ok();
+        srv.post(&format!("/management/v1/users/{alice}/_unlock"), json!({})).await.ok();
+        assert!(!posted.is_finished(), "the hash outlasted the lock (slow parameters)");
+        let done = posted.await.unwrap();
+        assert_eq!(done.status, 303, "{}", done.html);
+        let f = done.fragment_params();
+        let at = param(&f, "access_token").expect("implicit tokens").to_string();
+        let r = reqwest::Client::new().get(srv.url("/oidc/v1/userinfo")).bearer_auth(&at).send().await.unwrap();
+        assert_eq!(r.status(), 401, "the lock's cut-off ends the token of the sign-in it overtook");
+        // A sign-in after the lock is good.
+        let b2 = Browser::new(srv);
+        let (id, page) = b2.authorize(&q).await;
+        let done = b2.sign_in(&id.unwrap(), &page, "alice", "Wonder-land1").await;
+        let f = done.fragment_params();
+        let at = param(&f, "access_token").unwrap().to_string();
+        let r = reqwest::Client::new().get(srv.url("/oidc/v1/userinfo")).bearer_auth(&at).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    srv.stop().await;
+}

@@ -789,7 +789,10 @@ async fn a_service_account_gets_a_token_first() {
     wrong["private_key"] = json!(other.0);
     let t = json!({"bucket": "secure", "path": "a.json",
                    "serviceaccount_json": base64::engine::general_purpose::STANDARD.encode(wrong.to_string())});
-    srv.post("/admin/v1/import", json!({"data_orgsv1_gcs": t})).await.err(403, 7);
+    srv.post("/admin/v1/import", json!({"data_orgsv1_gcs": t.clone()})).await.err(403, 7);
+    // An export asks for its token before it builds the document: refused credentials fail at
+    // once, and the one token request of a call serves its upload too (counted above).
+    srv.post("/admin/v1/export", json!({"gcsOutput": t})).await.err(403, 7);
     // The key file's token_uri is Google's token endpoint or on the configured storage endpoint:
     // anything else is refused before any request goes out.
     let with_token_uri = |uri: &str| {
