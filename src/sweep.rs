@@ -16,21 +16,16 @@ const CODE_GRACE: i64 = 600;
 const WHILE_THE_SESSION_LIVES: &str = " AND NOT EXISTS (SELECT 1 FROM session s \
      WHERE s.session_id = session_client.session_id AND s.expires_at >= $1)";
 
-/// (table, primary key columns, expiry column, how long past the expiry a row is kept, a
-/// further condition). A refresh token goes at its idle expiry, never later than its absolute
-/// one: no use of it is served from then on (a rotated token presented after it still counted
-/// as reuse while its row was there, but only for a client away longer than the idle lifetime,
-/// whose own token had expired too), and a chain rotated every few minutes kept every rotated
-/// row to the absolute expiry, tens of thousands per chain.
-const TABLES: [(&str, &str, &str, i64, &str); 8] = [
-    ("auth_request", "auth_request_id", "expires_at", 0, ""),
-    ("auth_code", "code_hash", "expires_at", CODE_GRACE, ""),
-    ("session", "session_id", "expires_at", 0, ""),
-    ("session_client", "session_id, client_id", "expires_at", 0, WHILE_THE_SESSION_LIVES),
-    ("refresh_token", "token_hash", "idle_expires_at", 0, ""),
-    ("revocation", "revoked_key", "expires_at", 0, ""),
-    ("assertion_jti", "jti_key", "expires_at", 0, ""),
-    ("user_code", "user_id, purpose", "expires_at", 0, ""),
+/// (table, primary key columns, how long past `expires_at` a row is kept, a further condition)
+const TABLES: [(&str, &str, i64, &str); 8] = [
+    ("auth_request", "auth_request_id", 0, ""),
+    ("auth_code", "code_hash", CODE_GRACE, ""),
+    ("session", "session_id", 0, ""),
+    ("session_client", "session_id, client_id", 0, WHILE_THE_SESSION_LIVES),
+    ("refresh_token", "token_hash", 0, ""),
+    ("revocation", "revoked_key", 0, ""),
+    ("assertion_jti", "jti_key", 0, ""),
+    ("user_code", "user_id, purpose", 0, ""),
 ];
 
 /// Rows deleted per table in one round.
@@ -60,13 +55,13 @@ impl Report {
 /// One round: deletes expired rows, `batch` at a time, at most `max_batches` per table.
 pub async fn sweep(db: &Db, now: i64, batch: i64, max_batches: usize) -> Result<Report> {
     let mut report = Report::default();
-    for (table, key, expiry, grace, unless) in TABLES {
+    for (table, key, grace, unless) in TABLES {
         // The expiry again outside the subquery: on PostgreSQL a row renewed in place while the
         // delete waits for it (a session signed in again, a code e-mailed again) is checked anew
         // against these conditions, not against the key the subquery picked, and stays.
         let sql = format!(
-            "DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} WHERE {expiry} < $1{unless} LIMIT $2) \
-             AND {expiry} < $1{unless}"
+            "DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} WHERE expires_at < $1{unless} LIMIT $2) \
+             AND expires_at < $1{unless}"
         );
         let mut deleted = 0u64;
         for _ in 0..max_batches {

@@ -121,10 +121,9 @@ impl Bucket {
         };
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            // No overall limit: the caller's `timeout` (up to 24 h) bounds the whole call, and a
-            // large object may take longer than any fixed one; a transfer that stalls for a
-            // minute ends.
-            .read_timeout(std::time::Duration::from_secs(60))
+            // No limit of its own but the connection's: the caller's `timeout` (up to 24 h)
+            // bounds the whole call, and a large object may take longer than any fixed one
+            // (reqwest's read timeout would also count an upload's sending time).
             .connect_timeout(std::time::Duration::from_secs(10))
             .build()
             .map_err(ApiError::internal)?;

@@ -288,37 +288,8 @@ pub async fn password(
         return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
     }
     let credentials = Some(t.err_credentials.to_string());
-    let mut signing_in = f.user.clone().filter(|u| not_signing_in(t, u).is_none() && !user_spent);
+    let signing_in = f.user.clone().filter(|u| not_signing_in(t, u).is_none() && !user_spent);
     let stored = signing_in.as_ref().and_then(|u| u.human()).and_then(|h| h.password_hash.clone());
-    // Under a lockout policy the attempt is counted before the hash is checked, and only while
-    // the account is active and below the limit: each of many guesses posted at once read the
-    // account before the others counted, and would otherwise all be checked (and a right one
-    // among them sign in to an account the wrong ones locked). None left: answered as a locked
-    // account is.
-    let max_attempts = match (&signing_in, &stored) {
-        (Some(u), Some(_)) => match state.cache.lockout_policy_of(&mut c, &u.org_id).await {
-            Ok(p) => p.max_password_attempts,
-            Err(e) => return store_fail(t, &headers, e),
-        },
-        _ => 0,
-    };
-    let counted = if let (true, Some(u)) = (max_attempts > 0, &signing_in) {
-        match credentials::take_password_attempt(&mut c, &u.user_id, max_attempts).await {
-            Ok(taken) => taken,
-            Err(e) => return store_fail(t, &headers, e),
-        }
-    } else {
-        false
-    };
-    if max_attempts > 0 && !counted {
-        // The failures reached the limit (attempts being checked, or a policy lowered below an
-        // account's count): the account is locked if it is not yet, as its failures say.
-        if let Some(u) = signing_in.take()
-            && let Err(e) = credentials::lock_if_spent(&mut c, &u.user_id, max_attempts, state.clock.now()).await
-        {
-            return store_fail(t, &headers, e);
-        }
-    }
     // The hash may wait in the queue of the hashing threads: it does not hold a database
     // connection meanwhile, so a login storm does not starve every other request of them.
     drop(c);
@@ -358,32 +329,25 @@ pub async fn password(
     };
     let now = state.clock.now();
     if !ok {
-        let locked = if counted {
-            credentials::lock_if_spent(&mut c, &u.user_id, max_attempts, now).await
-        } else if u.state == UserState::Active {
-            // No lockout policy: the failures are only counted.
-            credentials::password_failed(&mut c, &u.user_id, max_attempts, now).await
-        } else {
-            Ok(false)
-        };
-        match locked {
-            Ok(true) => tracing::warn!(user_id = %u.user_id, "user locked after too many wrong passwords"),
-            Ok(false) => {}
-            Err(e) => return store_fail(t, &headers, e),
+        if u.state == UserState::Active {
+            let max = match state.cache.lockout_policy_of(&mut c, &u.org_id).await {
+                Ok(p) => p.max_password_attempts,
+                Err(e) => return store_fail(t, &headers, e),
+            };
+            match credentials::password_failed(&mut c, &u.user_id, max, now).await {
+                Ok(true) => {
+                    tracing::warn!(user_id = %u.user_id, "user locked after too many wrong passwords")
+                }
+                Ok(false) => {}
+                Err(e) => return store_fail(t, &headers, e),
+            }
         }
         return show(&state, &mut c, f, &headers, credentials, None).await;
     }
     if let Some(msg) = not_signing_in(t, &u) {
         return show(&state, &mut c, f, &headers, Some(msg.to_string()), None).await;
     }
-    if counted {
-        match credentials::password_ok_while_active(&mut c, &u.user_id).await {
-            Ok(true) => {}
-            // Locked while the password was checked: answered as a locked account is.
-            Ok(false) => return show(&state, &mut c, f, &headers, credentials, None).await,
-            Err(e) => return store_fail(t, &headers, e),
-        }
-    } else if u.human().is_some_and(|h| h.failed_password_attempts > 0)
+    if u.human().is_some_and(|h| h.failed_password_attempts > 0)
         && let Err(e) = credentials::password_ok(&mut c, &u.user_id).await
     {
         return store_fail(t, &headers, e);

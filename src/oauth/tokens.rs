@@ -66,6 +66,9 @@ fn b64(bytes: &[u8]) -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
+/// How old an unreadable opaque-token key of an unfinished first start must be to be made anew.
+const FAILED_START_AGE: i64 = 300;
+
 impl TokenService {
     /// Loads the opaque-token keys, creating the first one when the store has none.
     pub async fn load(db: &Db, master: &[u8; 32], keys: Arc<KeyManager>, now: i64) -> Result<Self, KeyError> {
@@ -76,9 +79,15 @@ impl TokenService {
         // configuration), tried again with another master key (the first one was generated in a
         // data folder that did not last, say): before the instance exists nothing was sealed
         // with the key, so it is made anew rather than keeping every later start from serving.
+        // Only a key at least five minutes old: a younger one may be another replica's that is
+        // bootstrapping right now with another master key (a misconfiguration, which fails
+        // loudly as before instead of taking that replica's key away).
         let unreadable =
             |rows: &[(i64, Vec<u8>)]| rows.iter().any(|(g, enc)| wrap.open(g.to_string().as_bytes(), enc).is_err());
-        if unreadable(&rows) && crate::store::instance::default_org(&mut c).await?.is_none() {
+        if unreadable(&rows)
+            && token_key::newest(&mut c).await?.is_some_and(|t| t <= now - FAILED_START_AGE)
+            && crate::store::instance::default_org(&mut c).await?.is_none()
+        {
             tracing::warn!(
                 "the opaque-token key of an unfinished first start is sealed with another master key: made anew"
             );

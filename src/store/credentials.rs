@@ -21,46 +21,6 @@ pub async fn password_failed(c: &mut Conn, user_id: &str, max_attempts: i64, now
     Ok(row.is_some_and(|(s,)| s == UserState::Locked.number()))
 }
 
-/// Takes one of the attempts the lockout policy allows (`max_attempts` > 0) before a password
-/// is checked: counts it while the account is active and below the limit, in one statement.
-/// False when none is left (locked, or the limit reached by attempts still being checked), so
-/// that guesses posted in parallel check no more passwords than the policy allows.
-pub async fn take_password_attempt(c: &mut Conn, user_id: &str, max_attempts: i64) -> Result<bool> {
-    let r = sqlx::query(
-        "UPDATE account SET failed_password_attempts = failed_password_attempts + 1          WHERE user_id = $1 AND state = 1 AND failed_password_attempts < $2",
-    )
-    .bind(user_id)
-    .bind(max_attempts)
-    .execute(&mut *c)
-    .await?;
-    Ok(r.rows_affected() == 1)
-}
-
-/// After a wrong password whose attempt [`take_password_attempt`] counted: locks the account
-/// once the attempts reach `max_attempts`. True when this call locked it.
-pub async fn lock_if_spent(c: &mut Conn, user_id: &str, max_attempts: i64, now: i64) -> Result<bool> {
-    let r = sqlx::query(
-        "UPDATE account SET state = 4, changed_at = $1          WHERE user_id = $2 AND state = 1 AND failed_password_attempts >= $3",
-    )
-    .bind(now)
-    .bind(user_id)
-    .bind(max_attempts)
-    .execute(&mut *c)
-    .await?;
-    Ok(r.rows_affected() == 1)
-}
-
-/// After a right password whose attempt [`take_password_attempt`] counted: gives the attempts
-/// back, while the account is still active. False when it is not (locked by the wrong guesses
-/// checked at the same time, or by an administrator): the sign-in does not go on.
-pub async fn password_ok_while_active(c: &mut Conn, user_id: &str) -> Result<bool> {
-    let r = sqlx::query("UPDATE account SET failed_password_attempts = 0 WHERE user_id = $1 AND state = 1")
-        .bind(user_id)
-        .execute(&mut *c)
-        .await?;
-    Ok(r.rows_affected() == 1)
-}
-
 /// Resets the failure counter after a correct password.
 pub async fn password_ok(c: &mut Conn, user_id: &str) -> Result<()> {
     sqlx::query("UPDATE account SET failed_password_attempts = 0 WHERE user_id = $1 AND failed_password_attempts > 0")

@@ -79,12 +79,14 @@ pub const MAX_PAUSE: Duration = Duration::from_millis(1);
 /// [`long_waiters`] such writers wait on at once; the next gives up (503) instead of keeping a
 /// pooled connection for up to [`GIVE_UP`], so that waiting writers never take every connection
 /// from the reads (the login pages, `/readyz`, the revocation poll).
-pub const LONG_WAIT: Duration = Duration::from_secs(1);
+pub const LONG_WAIT: Duration = Duration::from_secs(2);
 
 /// How many writers may wait longer than [`LONG_WAIT`] at once (set from the pool's size).
 static LONG_WAITERS: AtomicUsize = AtomicUsize::new(usize::MAX);
 /// Writers let past [`LONG_WAIT`] whose wait has not ended yet (it ends when they give up,
-/// commit, wait again, or their connection's thread ends).
+/// commit, wait again, or their connection's thread ends; a writer whose statement then writes
+/// nothing, or whose transaction rolls back, keeps its place until its connection next waits or
+/// commits, which lowers the cap for a while: the count errs towards turning writers away).
 static LONG_ADMITTED: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether the current wait of this thread's connection was let past [`LONG_WAIT`]; a thread

@@ -23,3 +23,9 @@ pub async fn delete_all(c: &mut Conn) -> Result<()> {
     sqlx::query("DELETE FROM token_key").execute(&mut *c).await?;
     Ok(())
 }
+
+/// When the newest key was made, if there is one.
+pub async fn newest(c: &mut Conn) -> Result<Option<i64>> {
+    let row: (Option<i64>,) = sqlx::query_as("SELECT MAX(created_at) FROM token_key").fetch_one(&mut *c).await?;
+    Ok(row.0)
+}

@@ -619,37 +619,6 @@ pub async fn logout_receiver() -> (String, tokio::sync::mpsc::UnboundedReceiver<
     (format!("http://{addr}/backchannel"), rx)
 }
 
-// A refresh token goes at its idle expiry (never later than its absolute one): no use of it
-// is served from then on, so the rows a chain leaves at each rotation do not pile up until the
-// chain's absolute expiry (90 days by default).
-on_both!(refresh_tokens_are_swept_at_their_idle_expiry, |srv| {
-    human(srv, "alice", "Wonder-land1").await;
-    let (client_id, secret, _) = oidc_app(srv, json!({})).await;
-    let secret = secret.unwrap();
-    let b = Browser::new(srv);
-    let (code, verifier) = code_for(srv, &b, &client_id, "openid offline_access").await;
-    let t = exchange_code(srv, Some((&client_id, &secret)), &code, &verifier).await;
-    let mut rt = t.ok()["refresh_token"].as_str().unwrap().to_string();
-    for _ in 0..3 {
-        let r = crate::token::refresh_grant(srv, (&client_id, &secret), &rt, None).await;
-        rt = r.ok()["refresh_token"].as_str().unwrap().to_string();
-    }
-    assert_eq!(srv.count("refresh_token").await, 4);
-    let settings = srv.get("/admin/v1/settings/oidc").await;
-    let idle = settings.ok()["settings"]["refreshTokenIdleExpiration"].as_str().unwrap().trim_end_matches('s');
-    let idle: i64 = idle.parse().unwrap();
-    let sweep = async || {
-        let now = latch::clock::Clock::now(&*srv.clock);
-        latch::sweep::sweep(&srv.state.db, now, 1000, 10).await.unwrap()
-    };
-    srv.clock.advance(idle - 10);
-    sweep().await;
-    assert_eq!(srv.count("refresh_token").await, 4, "not idle yet");
-    srv.clock.advance(20);
-    sweep().await;
-    assert_eq!(srv.count("refresh_token").await, 0, "idle past their idle expiry, long before the absolute one");
-});
-
 // An application noted in a session for its logout token stays noted while the session lives,
 // past the note's own expiry (the session's when the application was noted: a later sign-in
 // renews the session, not the notes of the other applications in it). It goes with the session.
