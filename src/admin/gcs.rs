@@ -82,9 +82,13 @@ impl Bucket {
                     .decode(raw)
                     .or_else(|_| URL_SAFE.decode(raw))
                     .map_err(|_| ApiError::invalid(format!("invalid {field}.serviceaccount_json: not base64")))?;
+                // serde's message may quote a value of the file (a key file encoded twice is one
+                // JSON string, the private key within it): only where it went wrong is said.
                 let sa: ServiceAccount = serde_json::from_slice(&bytes).map_err(|e| {
                     ApiError::invalid(format!(
-                        "invalid {field}.serviceaccount_json: not a service-account key file ({e})"
+                        "invalid {field}.serviceaccount_json: not a service-account key file (line {}, column {})",
+                        e.line(),
+                        e.column()
                     ))
                 })?;
                 // The PEM parse alone takes a public key, or any RSA PRIVATE KEY block: only a

@@ -521,6 +521,12 @@ on_both!(bad_requests_get_clear_errors, |srv| {
     };
     assert!(bad(&gcs("%%%")).await.contains("not base64"));
     assert!(bad(&gcs("aGVsbG8gd29ybGQ=")).await.contains("not a service-account key file"));
+    // A key file encoded twice is one JSON string: the answer does not quote it (the key).
+    let twice =
+        json!(json!({"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----SECRET"}).to_string());
+    let twice = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, twice.to_string());
+    let answer = bad(&gcs(&twice)).await;
+    assert!(answer.contains("not a service-account key file") && !answer.contains("SECRET"), "{answer}");
     assert!(bad(&gcs("")).await.contains("credentials are required"));
     // A public key parses as PEM but signs nothing: refused here, not a 500 at the first use.
     use base64::Engine;
