@@ -108,9 +108,10 @@ fn protocol(status: StatusCode, method: &Method) -> Response {
     let e = match status {
         StatusCode::BAD_REQUEST => OAuthError::invalid_request("the request could not be read"),
         StatusCode::NOT_FOUND => OAuthError::invalid_request("there is no such endpoint"),
-        StatusCode::METHOD_NOT_ALLOWED => {
-            OAuthError::invalid_request(format!("the endpoint does not take the method {}", method_name(method)))
-        }
+        StatusCode::METHOD_NOT_ALLOWED => OAuthError::invalid_request(format!(
+            "the endpoint does not take the method {}",
+            crate::telemetry::method_label(method)
+        )),
         StatusCode::PAYLOAD_TOO_LARGE => OAuthError::invalid_request("the request body is too large"),
         s if s.is_server_error() => OAuthError::new(ErrorCode::ServerError, "an internal error occurred"),
         _ => OAuthError::invalid_request("the request was refused"),
@@ -119,21 +120,6 @@ fn protocol(status: StatusCode, method: &Method) -> Response {
         tracing::error!(status = status.as_u16(), "a protocol request failed outside its handler");
     }
     e.into_response()
-}
-
-/// The method as the description may quote it (a method is a token, but only the common ones
-/// are worth repeating).
-fn method_name(m: &Method) -> &'static str {
-    match *m {
-        Method::GET => "GET",
-        Method::POST => "POST",
-        Method::PUT => "PUT",
-        Method::DELETE => "DELETE",
-        Method::PATCH => "PATCH",
-        Method::HEAD => "HEAD",
-        Method::OPTIONS => "OPTIONS",
-        _ => "asked",
-    }
 }
 
 fn page(status: StatusCode, asked: &Asked) -> Response {

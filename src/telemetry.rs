@@ -112,7 +112,7 @@ pub fn spawn_schedule_probe(stop: tokio::sync::watch::Receiver<bool>) -> tokio::
 /// The method as a metrics label: the standard methods by name, anything else (HTTP allows any
 /// token, of any length, and each distinct label would be a series kept for the life of the
 /// process) as `other`.
-fn method_label(m: &axum::http::Method) -> &'static str {
+pub(crate) fn method_label(m: &axum::http::Method) -> &'static str {
     use axum::http::Method;
     match *m {
         Method::GET => "GET",

@@ -838,14 +838,7 @@ on_both!(a_client_that_exchanged_a_sessions_token_hears_of_its_end, |srv| {
         latch::oidc::end_session::end_sessions(&srv.state, &mut c, &ua_key, None).await.unwrap()
     };
     assert_eq!(ended, 1);
-    let body = tokio::time::timeout(std::time::Duration::from_secs(10), received.recv())
-        .await
-        .expect("a logout token within 10 s")
-        .unwrap();
-    let token: String = form_urlencoded::parse(body.as_bytes())
-        .find(|(k, _)| k == "logout_token")
-        .map(|(_, v)| v.into_owned())
-        .expect("logout_token in the form");
+    let token = crate::resource::next_logout_token(&mut received).await;
     let c = claims(&token);
     assert_eq!(c["aud"], sibling.as_str(), "{c}");
     assert_eq!(c["sid"], sid.as_str(), "{c}");

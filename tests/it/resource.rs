@@ -600,6 +600,18 @@ on_both!(the_sweep_keeps_tables_bounded, |srv| {
     assert!(srv.count("account").await >= 3);
 });
 
+/// The `logout_token` of the next form the endpoint of [`logout_receiver`] receives (within 10 s).
+pub async fn next_logout_token(received: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
+    let body = tokio::time::timeout(std::time::Duration::from_secs(10), received.recv())
+        .await
+        .expect("a logout token within 10 s")
+        .unwrap();
+    form_urlencoded::parse(body.as_bytes())
+        .find(|(k, _)| k == "logout_token")
+        .map(|(_, v)| v.into_owned())
+        .expect("logout_token in the form")
+}
+
 /// An application's back-channel logout endpoint: collects the forms posted to it.
 pub async fn logout_receiver() -> (String, tokio::sync::mpsc::UnboundedReceiver<String>) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
@@ -664,14 +676,7 @@ on_both!(back_channel_logout_notifies_the_applications_of_the_session, |srv| {
 
     let r = b.sign_out("/oidc/v1/end_session").await;
     assert_eq!(r.status, 200);
-    let body = tokio::time::timeout(std::time::Duration::from_secs(10), received.recv())
-        .await
-        .expect("a logout token within 10 s")
-        .unwrap();
-    let token: String = form_urlencoded::parse(body.as_bytes())
-        .find(|(k, _)| k == "logout_token")
-        .map(|(_, v)| v.into_owned())
-        .expect("logout_token in the form");
+    let token = next_logout_token(&mut received).await;
     // Signed by latch, for the application, about the session.
     let header = jsonwebtoken::decode_header(&token).unwrap();
     assert_eq!(header.typ.as_deref(), Some("logout+jwt"));
